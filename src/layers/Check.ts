@@ -1,0 +1,27 @@
+/** `--check`: load everything once, print each problem or a summary, and return the exit code. */
+import { FetchHttpClient } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { Effect, Either, Layer } from "effect"
+import { formatProblem } from "../schema/problems.js"
+import { loadConfiguration } from "../services/ConfigStore.js"
+import { displayPath } from "../services/config/load.js"
+import { inactiveFeatureLines, summarize } from "./Startup.js"
+
+export const runCheck = (configFile: string) =>
+  Effect.gen(function* () {
+    const loaded = yield* Effect.either(loadConfiguration(configFile, { createSecrets: false }))
+    if (Either.isLeft(loaded)) {
+      for (const problem of loaded.left.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+      process.stderr.write(`${loaded.left.problems.length} problem(s) found\n`)
+      return 1
+    }
+    const { snapshot, secret } = loaded.right
+    process.stdout.write(`${summarize(snapshot)}\n`)
+    if (secret === "missing") {
+      process.stdout.write(
+        `note: ${displayPath(snapshot.global.forwarding.secret_file)} does not exist yet; Portal creates it at startup\n`
+      )
+    }
+    for (const line of inactiveFeatureLines(snapshot)) process.stdout.write(`note: ${line}\n`)
+    return 0
+  }).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)))

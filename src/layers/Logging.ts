@@ -1,0 +1,65 @@
+/** Portal's one logger: a line per event, human-readable (`pretty`) or one JSON object per line (`json`). */
+import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
+
+export type LogFormat = "pretty" | "json"
+
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "none"] as const
+export type LogLevelName = (typeof LOG_LEVELS)[number]
+
+const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+}
+
+const messageText = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+}
+
+const quoteIfNeeded = (value: unknown): string => {
+  const text = typeof value === "string" ? value : JSON.stringify(value)
+  return /[\s"=]/.test(text) ? JSON.stringify(text) : text
+}
+
+const COLORS: Record<string, string> = {
+  TRACE: "\x1b[90m",
+  DEBUG: "\x1b[36m",
+  INFO: "\x1b[32m",
+  WARN: "\x1b[33m",
+  ERROR: "\x1b[31m",
+  FATAL: "\x1b[35m"
+}
+
+export const prettyLogger = (colors: boolean) =>
+  Logger.make(({ annotations, cause, date, logLevel, message, spans }) => {
+    const level = logLevel.label
+    const tag = colors ? `${COLORS[level] ?? ""}${level.padEnd(5)}\x1b[0m` : level.padEnd(5)
+    let line = `${date.toISOString()} ${tag} ${messageText(message)}`
+    for (const [key, value] of HashMap.toEntries(annotations)) line += ` ${key}=${quoteIfNeeded(value)}`
+    for (const span of List.toArray(spans)) line += ` ${span.label}=${date.getTime() - span.startTime}ms`
+    if (!Cause.isEmpty(cause)) line += `\n${Cause.pretty(cause, { renderErrorCause: true })}`
+    process.stdout.write(`${line}\n`)
+  })
+
+export const jsonLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+  const record: Record<string, unknown> = {
+    time: date.toISOString(),
+    level: logLevel.label.toLowerCase(),
+    message: messageText(message)
+  }
+  for (const [key, value] of HashMap.toEntries(annotations)) record[key] = value
+  if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
+  process.stdout.write(`${JSON.stringify(record)}\n`)
+})
+
+/** Replaces Effect's default logger and sets the minimum level. */
+export const loggingLayer = (format: LogFormat, level: LogLevelName) =>
+  Layer.merge(
+    Logger.replace(Logger.defaultLogger, format === "json" ? jsonLogger : prettyLogger(process.stdout.isTTY === true)),
+    Logger.minimumLogLevel(LEVELS[level])
+  )

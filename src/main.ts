@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * Portal's command line: `node dist/main.js [--config PATH] [--check] [--dev] [--log-format pretty|json]
+ * [--log-level LEVEL] [--help] [--version]`.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Exit, Layer } from "effect"
+import { parseArgs } from "node:util"
+import { runCheck } from "./layers/Check.js"
+import { LOG_LEVELS, type LogFormat, type LogLevelName, loggingLayer } from "./layers/Logging.js"
+import { MainLayer } from "./layers/Main.js"
+import { PORTAL_VERSION } from "./schema/GlobalConfig.js"
+import { formatProblem } from "./schema/problems.js"
+
+const USAGE = `Portal ${PORTAL_VERSION}: a reverse proxy for Minecraft Java Edition
+
+Usage: portal [options]
+
+Options:
+  --config PATH        global configuration file (default: ./proxy.toml)
+  --check              validate proxy.toml and every server file, print problems, exit 0 (valid) or 1
+  --dev                development mode: embedded demo backends in place of real servers
+  --log-format FORMAT  pretty (default) or json
+  --log-level LEVEL    ${LOG_LEVELS.join(", ")} (default: info)
+  --help               show this text
+  --version            print the version
+`
+
+const fail = (message: string): never => {
+  process.stderr.write(`portal: ${message}\n\n${USAGE}`)
+  process.exit(2)
+}
+
+let args: ReturnType<typeof parse>
+const parse = () =>
+  parseArgs({
+    options: {
+      config: { type: "string", short: "c", default: "proxy.toml" },
+      check: { type: "boolean", default: false },
+      dev: { type: "boolean", default: false },
+      "log-format": { type: "string", default: "pretty" },
+      "log-level": { type: "string", default: "info" },
+      help: { type: "boolean", short: "h", default: false },
+      version: { type: "boolean", short: "v", default: false }
+    },
+    strict: true,
+    allowPositionals: false
+  }).values
+try {
+  args = parse()
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error))
+}
+if (args!.help) {
+  process.stdout.write(USAGE)
+  process.exit(0)
+}
+if (args!.version) {
+  process.stdout.write(`${PORTAL_VERSION}\n`)
+  process.exit(0)
+}
+const logFormat = args!["log-format"] as LogFormat
+if (logFormat !== "pretty" && logFormat !== "json") fail(`--log-format must be pretty or json, got ${logFormat}`)
+const logLevel = args!["log-level"] as LogLevelName
+if (!LOG_LEVELS.includes(logLevel)) fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${logLevel}`)
+const configFile = args!.config!
+const logging = loggingLayer(logFormat, logLevel)
+
+if (args!.check) {
+  NodeRuntime.runMain(runCheck(configFile).pipe(Effect.provide(logging)), {
+    disablePrettyLogger: true,
+    teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? Number(exit.value) : 1)
+  })
+} else {
+  const program = Layer.launch(MainLayer({ configFile, dev: args!.dev! })).pipe(
+    Effect.as(0),
+    Effect.catchTag("ConfigError", (error) =>
+      Effect.sync(() => {
+        for (const problem of error.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+        process.stderr.write(`portal: the configuration has ${error.problems.length} problem(s); not starting\n`)
+        return 1
+      })
+    ),
+    Effect.tapDefect((cause) => Effect.logFatal("Portal stopped on an unexpected error", cause)),
+    Effect.provide(logging)
+  )
+  NodeRuntime.runMain(program, {
+    disablePrettyLogger: true,
+    teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? Number(exit.value) : Exit.isInterrupted(exit) ? 0 : 1)
+  })
+}

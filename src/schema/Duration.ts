@@ -1,0 +1,50 @@
+/**
+ * Durations as written in Portal's TOML files: one or more `<number><unit>` groups,
+ * units `ms`, `s`, `m`, `h`, `d` (`500ms`, `5s`, `1h30m`, `7d`).
+ */
+import { Duration, Option, ParseResult, Schema } from "effect"
+
+const UNIT_MILLIS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const GROUP = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y
+
+/** Parses `1h30m` style text to milliseconds; `None` when the text is not a duration. */
+export const parseDurationMillis = (text: string): Option.Option<number> => {
+  const input = text.trim()
+  if (input.length === 0) return Option.none()
+  let total = 0
+  GROUP.lastIndex = 0
+  while (GROUP.lastIndex < input.length) {
+    const match = GROUP.exec(input)
+    if (match === null) return Option.none()
+    total += Number(match[1]) * UNIT_MILLIS[match[2]!]!
+  }
+  return Number.isFinite(total) ? Option.some(total) : Option.none()
+}
+
+/** Formats milliseconds back into the shortest `1h30m` style text. */
+export const formatDurationMillis = (millis: number): string => {
+  if (millis === 0) return "0s"
+  let rest = Math.round(millis)
+  let out = ""
+  for (const [unit, size] of [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000], ["ms", 1]] as const) {
+    if (rest >= size) {
+      const count = Math.floor(rest / size)
+      out += `${count}${unit}`
+      rest -= count * size
+    }
+  }
+  return out
+}
+
+export const DurationString = Schema.transformOrFail(Schema.String, Schema.DurationFromSelf, {
+  strict: true,
+  decode: (text, _, ast) =>
+    Option.match(parseDurationMillis(text), {
+      onNone: () =>
+        ParseResult.fail(
+          new ParseResult.Type(ast, text, `expected a duration such as "500ms", "5s", "1h30m" or "7d", got ${JSON.stringify(text)}`)
+        ),
+      onSome: (millis) => ParseResult.succeed(Duration.millis(millis))
+    }),
+  encode: (duration) => ParseResult.succeed(formatDurationMillis(Duration.toMillis(duration)))
+}).annotations({ identifier: "Duration" })

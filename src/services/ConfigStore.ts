@@ -1,0 +1,360 @@
+/**
+ * ConfigStore: the current configuration as a SubscriptionRef. Loads `proxy.toml` and every server file strictly,
+ * applies changes in `servers_dir` while running (file watch plus a slow poll as a safety net), and re-reads
+ * `proxy.toml` on SIGHUP. A file that fails to decode is reported and the last good version stays.
+ */
+import { FileSystem, HttpClient } from "@effect/platform"
+import { Context, Duration, Effect, Either, Layer, Runtime, Schedule, Schema, Stream, SubscriptionRef } from "effect"
+import { randomBytes } from "node:crypto"
+import * as NodeFs from "node:fs"
+import { findServerConflicts, type ServerDefinition } from "../schema/decode.js"
+import { GlobalConfig } from "../schema/GlobalConfig.js"
+import { isLoopbackHost } from "../schema/HostPort.js"
+import { ServerConfig } from "../schema/ServerConfig.js"
+import { type ConfigProblem, formatProblem } from "../schema/problems.js"
+import { ConfigError } from "./config/ConfigError.js"
+import {
+  displayPath,
+  ensureForwardingSecret,
+  listServerFiles,
+  loadGlobalFile,
+  needsForwardingSecret,
+  resolveServerText
+} from "./config/load.js"
+
+export { ConfigError } from "./config/ConfigError.js"
+
+export interface ConfigSnapshot {
+  readonly configFile: string
+  readonly global: GlobalConfig
+  /** Servers by id, in file-name order. */
+  readonly servers: ReadonlyMap<string, ServerDefinition>
+  /** Increases with every applied change. */
+  readonly revision: number
+}
+
+export interface ConfigStoreOptions {
+  readonly configFile: string
+  /** Watch `servers_dir` and listen for SIGHUP (off for one-shot checks). */
+  readonly watch?: boolean
+  /** Create the forwarding secret file when a mode needs it and it is absent. */
+  readonly createSecrets?: boolean
+  /** How often `servers_dir` is rescanned besides the file watch. */
+  readonly pollInterval?: Duration.DurationInput
+}
+
+/** Options of `proxy.toml` that are bound at startup; a SIGHUP that changes them is reported, not applied. */
+export const RESTART_ONLY_KEYS = [
+  "bind",
+  "worker_threads",
+  "so_reuseport",
+  "servers_dir",
+  "plugins_dir",
+  "ban",
+  "web",
+  "telemetry",
+  "containers",
+  "plugins"
+] as const satisfies ReadonlyArray<keyof GlobalConfig>
+
+interface FileState {
+  readonly text: string
+  /** The version in use, if any. */
+  readonly good: ServerDefinition | undefined
+  /** A version that decoded but conflicts with another server, and the conflict last reported. */
+  readonly heldBack?: ServerDefinition
+  readonly conflict?: string
+}
+
+/** The result of reading every file once. */
+export interface LoadedConfiguration {
+  readonly snapshot: ConfigSnapshot
+  readonly files: ReadonlyMap<string, FileState>
+  readonly secret: "missing" | "created" | "present" | "unused"
+}
+
+const encodeGlobal = Schema.encodeSync(GlobalConfig)
+const encodeServer = Schema.encodeSync(ServerConfig)
+
+/**
+ * Reads `proxy.toml`, every server file and the cross-file rules; every problem found is reported together.
+ * Used at startup and by `--check`.
+ */
+export const loadConfiguration = (configFile: string, options: { readonly createSecrets: boolean }) =>
+  Effect.gen(function* () {
+    const global = yield* loadGlobalFile(configFile)
+    const fs = yield* FileSystem.FileSystem
+    const paths = yield* listServerFiles(global.servers_dir)
+    const problems: Array<ConfigProblem> = []
+    const files = new Map<string, FileState>()
+    const definitions: Array<ServerDefinition> = []
+    for (const path of paths) {
+      const text = yield* fs.readFileString(path).pipe(Effect.orElseSucceed(() => undefined))
+      if (text === undefined) {
+        problems.push({ file: displayPath(path), path: "", message: "cannot read the file" })
+        continue
+      }
+      const decoded = yield* Effect.either(resolveServerText(path, text))
+      if (Either.isLeft(decoded)) {
+        problems.push(...decoded.left.problems)
+        files.set(path, { text, good: undefined })
+      } else {
+        definitions.push(decoded.right)
+        files.set(path, { text, good: decoded.right })
+      }
+    }
+    problems.push(...findServerConflicts(definitions).problems)
+    let secret: LoadedConfiguration["secret"] = "unused"
+    if (problems.length === 0 && needsForwardingSecret(global, definitions)) {
+      secret = yield* Effect.either(ensureForwardingSecret(global.forwarding.secret_file, options.createSecrets)).pipe(
+        Effect.map(Either.getOrElse((error) => (problems.push(...error.problems), "unused" as const)))
+      )
+    }
+    if (problems.length > 0) return yield* Effect.fail(new ConfigError({ problems }))
+    const snapshot: ConfigSnapshot = {
+      configFile,
+      global,
+      servers: new Map(definitions.map((server) => [server.id, server])),
+      revision: 1
+    }
+    const loaded: LoadedConfiguration = { snapshot, files, secret }
+    return loaded
+  })
+
+/** A loopback `[web]` without a key gets an ephemeral one for this run (the specification's rule). */
+const withEphemeralWebKey = (global: GlobalConfig) =>
+  Effect.gen(function* () {
+    const web = global.web
+    if (web === undefined || web.api_key !== undefined || !isLoopbackHost(web.bind.host)) return global
+    const key = randomBytes(24).toString("base64url")
+    yield* Effect.logWarning(
+      `[web].api_key is not set; generated an ephemeral key for this run (loopback bind ${web.bind.host}): ${key}`
+    )
+    return { ...global, web: { ...web, api_key: key } }
+  })
+
+const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): string | undefined => {
+  const parts: Array<string> = []
+  for (const [id, server] of after.servers) {
+    const old = before.servers.get(id)
+    if (old === undefined) parts.push(`added ${id}`)
+    else if (JSON.stringify(encodeServer(old.config)) !== JSON.stringify(encodeServer(server.config)) || old.file !== server.file) {
+      parts.push(`changed ${id}`)
+    }
+  }
+  for (const id of before.servers.keys()) if (!after.servers.has(id)) parts.push(`removed ${id}`)
+  return parts.length > 0 ? parts.join(", ") : undefined
+}
+
+export class ConfigStore extends Context.Tag("portal/ConfigStore")<
+  ConfigStore,
+  {
+    readonly current: SubscriptionRef.SubscriptionRef<ConfigSnapshot>
+    readonly get: Effect.Effect<ConfigSnapshot>
+    /** The current snapshot followed by every change. */
+    readonly changes: Stream.Stream<ConfigSnapshot>
+    /** Re-reads `servers_dir` now (the watcher calls this). */
+    readonly rescanServers: Effect.Effect<void>
+    /** Re-reads `proxy.toml` (SIGHUP calls this); a broken file is reported and changes nothing. */
+    readonly reloadGlobal: Effect.Effect<void>
+  }
+>() {
+  /** Loads the configuration (failing with every problem found) and keeps it current while the scope lives. */
+  static readonly layer = (options: ConfigStoreOptions) =>
+    Layer.scoped(ConfigStore, makeConfigStore(options))
+
+  /** A fixed snapshot, for tests and tools that need no files. */
+  static readonly layerStatic = (snapshot: ConfigSnapshot) =>
+    Layer.effect(
+      ConfigStore,
+      Effect.map(SubscriptionRef.make(snapshot), (current) => ({
+        current,
+        get: SubscriptionRef.get(current),
+        changes: current.changes,
+        rescanServers: Effect.void,
+        reloadGlobal: Effect.void
+      }))
+    )
+}
+
+/**
+ * Runs `onChange` (debounced) whenever something in `dir` changes. The watch is registered before this returns,
+ * so no change made after startup can slip between loading and watching. Errors of the watch only log: the poll
+ * keeps the configuration current.
+ */
+const watchDirectory = (dir: string, onChange: Effect.Effect<void>) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
+    let timer: NodeJS.Timeout | undefined
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        try {
+          const watcher = NodeFs.watch(dir, { persistent: false }, () => {
+            clearTimeout(timer)
+            timer = setTimeout(() => runFork(onChange), 150)
+          })
+          watcher.on("error", (error) => {
+            runFork(Effect.logWarning(`watching ${displayPath(dir)} stopped (${error.message}); changes are picked up by polling`))
+          })
+          return watcher
+        } catch (error) {
+          runFork(Effect.logWarning(`cannot watch ${displayPath(dir)} (${String(error)}); changes are picked up by polling`))
+          return undefined
+        }
+      }),
+      (watcher) => Effect.sync(() => {
+        clearTimeout(timer)
+        watcher?.close()
+      })
+    )
+  })
+
+const makeConfigStore = (options: ConfigStoreOptions) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const httpClient = yield* HttpClient.HttpClient
+    const createSecrets = options.createSecrets ?? true
+    const loaded = yield* loadConfiguration(options.configFile, { createSecrets })
+    let lastFileGlobal = loaded.snapshot.global
+    const initialGlobal = yield* withEphemeralWebKey(loaded.snapshot.global)
+    const current = yield* SubscriptionRef.make<ConfigSnapshot>({ ...loaded.snapshot, global: initialGlobal })
+    const files = new Map(loaded.files)
+    const lock = yield* Effect.makeSemaphore(1)
+    const provide = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | HttpClient.HttpClient>) =>
+      effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(HttpClient.HttpClient, httpClient))
+
+    const reportProblems = (problems: ReadonlyArray<ConfigProblem>, consequence: string) =>
+      Effect.forEach(problems, (problem) => Effect.logError(`${formatProblem(problem)} (${consequence})`), { discard: true })
+
+    const ensureSecret = (snapshot: ConfigSnapshot) =>
+      needsForwardingSecret(snapshot.global, snapshot.servers.values())
+        ? provide(ensureForwardingSecret(snapshot.global.forwarding.secret_file, createSecrets)).pipe(
+            Effect.catchAll((error) => reportProblems(error.problems, "forwarding that needs the secret will fail"))
+          )
+        : Effect.void
+
+    /** Publishes a new snapshot when something really changed. */
+    const publish = (next: Omit<ConfigSnapshot, "revision">) =>
+      Effect.gen(function* () {
+        const before = yield* SubscriptionRef.get(current)
+        const serverChanges = describeServerChanges(before, { ...next, revision: 0 })
+        const globalChanged = JSON.stringify(encodeGlobal(before.global)) !== JSON.stringify(encodeGlobal(next.global))
+        if (serverChanges === undefined && !globalChanged) return
+        const snapshot: ConfigSnapshot = { ...next, revision: before.revision + 1 }
+        yield* SubscriptionRef.set(current, snapshot)
+        if (serverChanges !== undefined) yield* Effect.logInfo(`servers reloaded: ${serverChanges}`)
+        yield* ensureSecret(snapshot)
+      })
+
+    const rescanServers = lock.withPermits(1)(
+      Effect.gen(function* () {
+        const snapshot = yield* SubscriptionRef.get(current)
+        const listed = yield* Effect.either(provide(listServerFiles(snapshot.global.servers_dir)))
+        if (Either.isLeft(listed)) {
+          yield* reportProblems(listed.left.problems, "keeping the servers loaded before")
+          return
+        }
+        const present = new Set(listed.right)
+        for (const path of [...files.keys()]) if (!present.has(path)) files.delete(path)
+        // Servers whose file did not change come first so that a new or edited file loses a conflict.
+        const stable: Array<ServerDefinition> = []
+        const edited: Array<{ readonly path: string; readonly text: string; readonly candidate: ServerDefinition; readonly fallback: ServerDefinition | undefined }> = []
+        for (const path of listed.right) {
+          const text = yield* fs.readFileString(path).pipe(Effect.orElseSucceed(() => undefined))
+          if (text === undefined) continue // removed between listing and reading; the next scan settles it
+          const previous = files.get(path)
+          if (previous !== undefined && previous.text === text) {
+            // A version held back by a conflict is tried again: the other server may be gone now.
+            if (previous.heldBack !== undefined) edited.push({ path, text, candidate: previous.heldBack, fallback: previous.good })
+            else if (previous.good !== undefined) stable.push(previous.good)
+            continue
+          }
+          const decoded = yield* Effect.either(provide(resolveServerText(path, text)))
+          if (Either.isLeft(decoded)) {
+            yield* reportProblems(
+              decoded.left.problems,
+              previous?.good !== undefined ? "keeping the last good version of this server" : "server not loaded"
+            )
+            files.set(path, { text, good: previous?.good })
+            if (previous?.good !== undefined) stable.push(previous.good)
+            continue
+          }
+          edited.push({ path, text, candidate: decoded.right, fallback: previous?.good })
+        }
+        const conflicts = findServerConflicts([...stable, ...edited.map((entry) => entry.candidate)])
+        const servers = [...stable]
+        for (const { path, text, candidate, fallback } of edited) {
+          if (!conflicts.rejected.has(candidate)) {
+            servers.push(candidate)
+            files.set(path, { text, good: candidate })
+            continue
+          }
+          const report = conflicts.problems.filter((problem) => problem.file === candidate.file).map(formatProblem).join("\n")
+          if (files.get(path)?.conflict !== report) {
+            yield* reportProblems(
+              conflicts.problems.filter((problem) => problem.file === candidate.file),
+              fallback !== undefined ? "keeping the last good version of this server" : "server not loaded"
+            )
+          }
+          files.set(path, { text, good: fallback, heldBack: candidate, conflict: report })
+          if (fallback !== undefined && !servers.some((server) => server.id === fallback.id)) servers.push(fallback)
+        }
+        const leftover = findServerConflicts(servers).rejected // a kept old version can clash with a new file
+        if (leftover.size > 0) servers.splice(0, servers.length, ...servers.filter((server) => !leftover.has(server)))
+        servers.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))
+        yield* publish({ ...snapshot, servers: new Map(servers.map((server) => [server.id, server])) })
+      })
+    )
+
+    const reloadGlobal = lock.withPermits(1)(
+      Effect.gen(function* () {
+        const snapshot = yield* SubscriptionRef.get(current)
+        const next = yield* Effect.either(provide(loadGlobalFile(snapshot.configFile)))
+        if (Either.isLeft(next)) {
+          yield* reportProblems(next.left.problems, `keeping the running configuration of ${displayPath(snapshot.configFile)}`)
+          return
+        }
+        // Compare file against file: the running snapshot may hold an ephemeral web key the file never had.
+        const before = encodeGlobal(lastFileGlobal)
+        const after = encodeGlobal(next.right)
+        const applied: Record<string, unknown> = { ...next.right }
+        for (const key of RESTART_ONLY_KEYS) {
+          if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
+            yield* Effect.logWarning(`${displayPath(snapshot.configFile)}: ${key} changed and needs a restart to take effect`)
+          }
+          if (snapshot.global[key] === undefined) delete applied[key]
+          else applied[key] = snapshot.global[key]
+        }
+        lastFileGlobal = next.right
+        yield* Effect.logInfo(`reloaded ${displayPath(snapshot.configFile)}`)
+        yield* publish({ ...snapshot, global: applied as GlobalConfig })
+      })
+    ).pipe(Effect.zipRight(rescanServers))
+
+    if (options.watch ?? true) {
+      yield* watchDirectory(initialGlobal.servers_dir, rescanServers)
+      yield* rescanServers.pipe(
+        Effect.repeat(Schedule.spaced(options.pollInterval ?? Duration.seconds(5))),
+        Effect.forkScoped
+      )
+      const runtime = yield* Effect.runtime<never>()
+      const onHangup = () => {
+        Runtime.runFork(runtime)(
+          Effect.logInfo("SIGHUP: re-reading the configuration").pipe(Effect.zipRight(reloadGlobal))
+        )
+      }
+      yield* Effect.acquireRelease(
+        Effect.sync(() => process.on("SIGHUP", onHangup)),
+        () => Effect.sync(() => process.off("SIGHUP", onHangup))
+      )
+    }
+
+    return {
+      current,
+      get: SubscriptionRef.get(current),
+      changes: current.changes,
+      rescanServers,
+      reloadGlobal
+    }
+  })

@@ -1,0 +1,60 @@
+/**
+ * Configured features that this build of Portal decodes and validates but does not run yet.
+ * The startup log and `--check` list them so that nothing configured silently pretends to work.
+ */
+import type { ServerDefinition } from "../../schema/decode.js"
+import type { GlobalConfig } from "../../schema/GlobalConfig.js"
+import { availableParallelism } from "node:os"
+
+export interface InactiveFeature {
+  /** Where it is configured: `[telemetry]`, `servers/lobby.toml: proxy_mode`. */
+  readonly where: string
+  readonly what: string
+}
+
+export const inactiveFeatures = (
+  global: GlobalConfig,
+  servers: Iterable<ServerDefinition>
+): Array<InactiveFeature> => {
+  const out: Array<InactiveFeature> = []
+  const add = (where: string, what: string) => out.push({ where, what })
+  const workers = global.worker_threads === 0 ? availableParallelism() : global.worker_threads
+  if (workers > 1) add("worker_threads", `asks for ${workers} workers; Portal runs one process for now`)
+  if (global.so_reuseport) add("so_reuseport", "multi-process listening is not active yet")
+  if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
+  if (global.web !== undefined) add("[web]", "the admin API and web UI are not active yet")
+  if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
+  if (global.containers !== undefined) add("[containers]", "container discovery is not active yet")
+  if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
+    add("[permissions]", "proxy commands need the packet modes, not active yet")
+  }
+  if (global.forwarding.mode === "modern") {
+    add("[forwarding].mode", "modern forwarding needs the packet modes, not active yet; logins that need it are refused")
+  }
+  if (global.rate_limit.enabled) add("[rate_limit]", "per-IP rate limiting is not active yet")
+  if (global.ip_filter.whitelist.length > 0 || global.ip_filter.blacklist.length > 0) {
+    add("[ip_filter]", "IP filters are not active yet")
+  }
+  if (global.active_health.enabled) add("[active_health]", "active health checks are not active yet")
+  for (const server of servers) {
+    const where = `${server.file}`
+    const mode = server.config.proxy_mode
+    if (mode === "zero_copy") add(`${where}: proxy_mode`, "zero_copy relays as passthrough for now")
+    if (server.config.server_manager !== undefined) add(`${where}: [server_manager]`, "server managers are not active yet")
+    if (server.config.ip_filter.whitelist.length > 0 || server.config.ip_filter.blacklist.length > 0) {
+      add(`${where}: [ip_filter]`, "IP filters are not active yet")
+    }
+    if (server.config.active_health?.enabled === true) add(`${where}: active_health`, "active health checks are not active yet")
+    if (mode === "client_only") {
+      add(`${where}: proxy_mode`, "client_only (authentication at the proxy) is not active yet; logins to this server are refused")
+    } else if (mode === "offline") {
+      add(`${where}: proxy_mode`, "offline runs as a raw relay for now (no packet parsing)")
+    }
+    if (server.config.forwarding_mode === "modern") {
+      add(`${where}: forwarding_mode`, "modern forwarding needs the packet modes, not active yet; logins are refused")
+    }
+    if (server.config.limbo_handlers.length > 0) add(`${where}: limbo_handlers`, "limbo handlers are not active yet")
+    if (server.config.network !== undefined) add(`${where}: network`, "server switching is not active yet")
+  }
+  return out
+}

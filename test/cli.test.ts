@@ -1,0 +1,101 @@
+/** The command line, run as a real child process against real files. */
+import { describe, expect, it } from "vitest"
+import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
+import { runPortal, startPortal } from "./helpers/process.js"
+import { makeConfigDir } from "./helpers/tempdir.js"
+
+describe("--check", () => {
+  it("accepts the example configuration and prints a one-line summary", () => {
+    const result = runPortal(["--check"])
+    expect(result.stderr).toBe("")
+    expect(result.stdout.split("\n")[0]).toBe(
+      "proxy.toml is valid: 2 servers (lobby, survival), 5 domains, bind 0.0.0.0:25565"
+    )
+    expect(result.status).toBe(0)
+  })
+
+  it("prints each problem with file, key path and reason, and exits 1", () => {
+    const dir = makeConfigDir(`bind = "0.0.0.0:25565"\n[rate_limit]\nwindw = "10s"`)
+    const first = runPortal(["--check", "--config", dir.configFile])
+    expect(first.status).toBe(1)
+    expect(first.stderr).toMatch(/proxy\.toml: rate_limit\.windw: unknown key \(did you mean "window"\?\)/)
+
+    dir.write("proxy.toml", "")
+    dir.write("servers/lobby.toml", `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]\nname = "Lobby"`)
+    dir.write("servers/hub.toml", `domains = ["hub.example.com"]\naddresses = ["10.0.0.1:99999"]`)
+    const second = runPortal(["--check", "--config", dir.configFile])
+    expect(second.status).toBe(1)
+    const lines = second.stderr.trim().split("\n")
+    expect(lines).toEqual([
+      expect.stringMatching(/servers\/hub\.toml: addresses\[0\]: port 99999 is out of range 1\.\.65535$/),
+      expect.stringMatching(/servers\/lobby\.toml: name: "Lobby" must match \[a-z0-9_-\]\+/),
+      "2 problem(s) found"
+    ])
+  })
+
+  it("reports a missing configuration file", () => {
+    const result = runPortal(["--check", "--config", "/nonexistent/proxy.toml"])
+    expect(result.status).toBe(1)
+    expect(result.stderr).toMatch(/\/nonexistent\/proxy\.toml: cannot read/)
+  })
+
+  it("notes configured features that are not active yet", () => {
+    const dir = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:4318"`)
+    const result = runPortal(["--check", "--config", dir.configFile])
+    expect(result.status).toBe(0)
+    expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\]: OpenTelemetry export is not active yet/)
+  })
+})
+
+describe("running", () => {
+  it("a broken configuration makes the process exit 1 with the same messages", async () => {
+    const dir = makeConfigDir(`max_connections = "lots"`)
+    const result = runPortal(["--config", dir.configFile])
+    expect(result.status).toBe(1)
+    expect(result.stderr).toMatch(/proxy\.toml: max_connections: expected a number, got "lots"/)
+  })
+
+  it("starts, logs what it loaded, and shuts down gracefully on SIGTERM and SIGINT", async () => {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "a.toml": `domains = ["a.example.com"]\naddresses = ["127.0.0.1:1"]` })
+      const portal = startPortal(["--config", dir.configFile])
+      await portal.waitForOutput(/proxy\.toml loaded: 1 server \(a\)/)
+      expect(await portal.stop(signal)).toBe(0)
+    }
+  })
+
+  it("JSON logs are one object per line", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`)
+    const portal = startPortal(["--config", dir.configFile, "--log-format", "json"])
+    await portal.waitForOutput(/loaded/)
+    const first = JSON.parse(portal.output().split("\n")[0]!)
+    expect(first).toMatchObject({ level: "info", message: expect.stringMatching(/proxy\.toml loaded: 0 servers/) })
+  })
+
+  it("SIGHUP re-reads proxy.toml and names options that need a restart", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`)
+    const portal = startPortal(["--config", dir.configFile])
+    await portal.waitForOutput(/loaded/)
+    dir.write("proxy.toml", `bind = "127.0.0.1:1"\nmax_connections = 5`)
+    portal.child.kill("SIGHUP")
+    await portal.waitForOutput(/proxy\.toml: bind changed and needs a restart to take effect/)
+    await portal.waitForOutput(/reloaded .*proxy\.toml/)
+  })
+})
+
+describe("flags", () => {
+  it("--help, --version and a bad flag", () => {
+    const help = runPortal(["--help"])
+    expect(help.status).toBe(0)
+    expect(help.stdout).toMatch(/--config PATH/)
+    expect(help.stdout).toMatch(/--check/)
+    const version = runPortal(["--version"])
+    expect(version.stdout.trim()).toBe(PORTAL_VERSION)
+    const bad = runPortal(["--no-such-flag"])
+    expect(bad.status).toBe(2)
+    expect(bad.stderr).toMatch(/Unknown option '--no-such-flag'/)
+    const level = runPortal(["--log-level", "loud"])
+    expect(level.status).toBe(2)
+    expect(level.stderr).toMatch(/--log-level must be one of/)
+  })
+})

@@ -1,0 +1,218 @@
+/** Every error row: strict keys, syntax, ranges, shapes and the rules that span keys or files. */
+import { Either } from "effect"
+import { describe, expect, it } from "vitest"
+import { decodeGlobalText, decodeServerText, findServerConflicts, type ServerDefinition } from "../../src/schema/decode.js"
+import { formatProblem } from "../../src/schema/problems.js"
+
+const globalProblems = (text: string): Array<string> =>
+  Either.match(decodeGlobalText("proxy.toml", text), { onLeft: (ps) => ps.map(formatProblem), onRight: () => [] })
+
+const serverProblems = (text: string, fileName = "lobby.toml"): Array<string> =>
+  Either.match(decodeServerText(`servers/${fileName}`, fileName, text), { onLeft: (ps) => ps.map(formatProblem), onRight: () => [] })
+
+const server = (body: string) => `domains = ["play.example.com"]\naddresses = ["127.0.0.1:25566"]\n${body}`
+
+describe("strict keys", () => {
+  it("an unknown top-level key names file, key, allowed keys and a suggestion", () => {
+    const [problem, ...rest] = globalProblems(`bnid = "0.0.0.0:25565"`)
+    expect(rest).toEqual([])
+    expect(problem).toMatch(/^proxy\.toml: bnid: unknown key \(did you mean "bind"\?\); allowed keys: bind, max_connections, /)
+  })
+
+  it("a misspelled key in a nested table gives the full key path", () => {
+    expect(globalProblems(`[telemetry.traces]\nsampling_ratoi = 0.5`)).toEqual([
+      'proxy.toml: telemetry.traces.sampling_ratoi: unknown key (did you mean "sampling_ratio"?); allowed keys: enabled, sampling_ratio'
+    ])
+    expect(serverProblems(server(`[motd.online]\ntxet = "hi"`))).toEqual([
+      'servers/lobby.toml: motd.online.txet: unknown key (did you mean "text"?); allowed keys: text, favicon, version_name, max_players',
+      "servers/lobby.toml: motd.online.text: is required"
+    ])
+  })
+
+  it("an unknown key far from any allowed one gets no suggestion", () => {
+    expect(globalProblems(`[rate_limit]\nbananas = 1`)[0]).toMatch(/rate_limit\.bananas: unknown key; allowed keys: enabled,/)
+  })
+
+  it("unknown keys are errors in every table", () => {
+    const tables = [
+      "rate_limit", "status_cache", "keepalive", "ban", "default_motd", "containers", "telemetry", "telemetry.metrics",
+      "telemetry.traces", "telemetry.resource", "ip_filter", "forwarding", "forwarding.channel_permissions", "web",
+      "web.rate_limit", "permissions", "plugins.example", "active_health", "default_motd.online"
+    ]
+    for (const table of tables) {
+      const body = table === "default_motd.online" ? `text = "x"\nzzz_unknown = 1` : `zzz_unknown = 1`
+      expect(globalProblems(`[${table}]\n${body}`).some((p) => p.includes(`${table}.zzz_unknown: unknown key`)), table).toBe(true)
+    }
+    for (const table of ["timeouts", "ip_filter", "motd", "active_health"]) {
+      expect(serverProblems(server(`[${table}]\nzzz_unknown = 1`)).some((p) => p.includes(`${table}.zzz_unknown: unknown key`)), table).toBe(true)
+    }
+    expect(serverProblems(server(`[server_manager]\ntype = "local"\ncommand = "java"\nworking_dir = "."\nzzz_unknown = 1`))).toEqual([
+      expect.stringContaining("server_manager.zzz_unknown: unknown key; allowed keys: type, command, working_dir, args,")
+    ])
+    expect(serverProblems(`addresses = [{ address = "a:1", wieght = 2 }]`)).toEqual([
+      'servers/lobby.toml: addresses[0].wieght: unknown key (did you mean "weight"?); allowed keys: address, weight'
+    ])
+  })
+})
+
+describe("TOML syntax", () => {
+  it("names file, line and column", () => {
+    const [problem] = globalProblems(`bind = "0.0.0.0:25565"\nmax_connections = = 3\n`)
+    expect(problem).toMatch(/^proxy\.toml:2:\d+: TOML syntax error/)
+    expect(serverProblems(`domains = ["a.com"\naddresses = []`)[0]).toMatch(/^servers\/lobby\.toml:\d+:\d+: TOML syntax error/)
+  })
+})
+
+describe("[web] rules", () => {
+  it("enable_webui = true with enable_api = false", () => {
+    expect(globalProblems(`[web]\nenable_api = false\nenable_webui = true`)).toEqual([
+      "proxy.toml: web.enable_webui: the web UI needs the API: enable_webui = true requires enable_api = true"
+    ])
+  })
+
+  it("api_key shorter than 16 characters is refused on any bind", () => {
+    expect(globalProblems(`[web]\napi_key = "short-key"`)).toEqual([
+      "proxy.toml: web.api_key: must be at least 16 characters long (got 9)"
+    ])
+    expect(globalProblems(`[web]\nbind = "0.0.0.0:8080"\napi_key = "0123456789abcde"`)[0]).toMatch(/at least 16 characters/)
+    expect(globalProblems(`[web]\napi_key = "0123456789abcdef"`)).toEqual([])
+  })
+
+  it("a non-loopback bind without a key or with CHANGE-ME refuses to start", () => {
+    expect(globalProblems(`[web]\nbind = "0.0.0.0:8080"`)).toEqual([
+      expect.stringMatching(/^proxy\.toml: web\.api_key: is required because web\.bind 0\.0\.0\.0 is reachable from outside/)
+    ])
+    expect(globalProblems(`[web]\nbind = "[::]:8080"\napi_key = "CHANGE-ME"`)).toEqual([
+      expect.stringMatching(/web\.api_key: is still the placeholder "CHANGE-ME"/)
+    ])
+  })
+
+  it("a loopback bind without a key is accepted (an ephemeral key is generated at startup)", () => {
+    expect(globalProblems(`[web]\nbind = "127.0.0.1:8080"`)).toEqual([])
+    expect(globalProblems(`[web]\nbind = "[::1]:8080"`)).toEqual([])
+  })
+})
+
+describe("values", () => {
+  it("name must match [a-z0-9_-]+", () => {
+    expect(serverProblems(server(`name = "Lobby One"`))).toEqual([
+      'servers/lobby.toml: name: "Lobby One" must match [a-z0-9_-]+ (lower-case letters, digits, "_" and "-")'
+    ])
+    expect(serverProblems(server(`name = "lobby-1_a"`))).toEqual([])
+  })
+
+  it("ports out of range", () => {
+    expect(globalProblems(`bind = "0.0.0.0:70000"`)).toEqual(["proxy.toml: bind: port 70000 is out of range 0..65535"])
+    expect(serverProblems(`addresses = ["10.0.0.1:0"]`)).toEqual(["servers/lobby.toml: addresses[0]: port 0 is out of range 1..65535"])
+    expect(serverProblems(`addresses = ["::1:25565"]`)[0]).toMatch(/IPv6 addresses need brackets/)
+  })
+
+  it("sampling_ratio outside 0..1", () => {
+    expect(globalProblems(`[telemetry.traces]\nsampling_ratio = 1.5`)).toEqual([
+      "proxy.toml: telemetry.traces.sampling_ratio: expected a number between 0.0 and 1.0, got 1.5"
+    ])
+    expect(globalProblems(`[telemetry.traces]\nsampling_ratio = -0.1`)).toHaveLength(1)
+  })
+
+  it("negative counts", () => {
+    expect(globalProblems(`max_connections = -1`)).toEqual(["proxy.toml: max_connections: expected an integer >= 0, got -1"])
+    expect(globalProblems(`[keepalive]\nretries = -2`)).toEqual(["proxy.toml: keepalive.retries: expected an integer >= 0, got -2"])
+    expect(serverProblems(server(`max_players = -5`))).toEqual(["servers/lobby.toml: max_players: expected an integer >= 0, got -5"])
+    expect(globalProblems(`[status_cache]\nmax_entries = 1.5`)).toEqual(["proxy.toml: status_cache.max_entries: expected an integer, got 1.5"])
+  })
+
+  it("unknown enum values, with a suggestion for a near miss", () => {
+    expect(globalProblems(`unknown_domain_behavior = "dorp"`)).toEqual([
+      'proxy.toml: unknown_domain_behavior: expected one of "default_motd", "drop", got "dorp" (did you mean "drop"?)'
+    ])
+    expect(serverProblems(server(`proxy_mode = "zerocopy"`))[0]).toMatch(/proxy_mode: expected one of .* got "zerocopy" \(did you mean "zero_copy"\?\)/)
+    expect(serverProblems(server(`balance = "random"`))[0]).toMatch(/balance: expected one of "first_available", "round_robin", "least_conn"/)
+    expect(globalProblems(`[forwarding]\nmode = "velocity"`)[0]).toMatch(/forwarding\.mode: expected one of "none", "legacy", "legacy_guard", "modern"/)
+    expect(serverProblems(server(`[server_manager]\ntype = "panl"`))).toEqual([
+      'servers/lobby.toml: server_manager.type: expected one of "local", "panel", "controller", got "panl" (did you mean "panel"?)'
+    ])
+    expect(globalProblems(`[plugins.x]\npermissions = ["fly"]`)[0]).toMatch(/plugins\.x\.permissions\[0\]: expected one of "limbo", "command"/)
+  })
+
+  it("invalid CIDR ranges", () => {
+    expect(globalProblems(`[ip_filter]\nblacklist = ["10.0.0.0/33"]`)).toEqual([
+      'proxy.toml: ip_filter.blacklist[0]: "10.0.0.0/33" is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")'
+    ])
+    expect(serverProblems(server(`[ip_filter]\nwhitelist = ["banana"]`))).toEqual([
+      'servers/lobby.toml: ip_filter.whitelist[0]: "banana" is not an IP address or CIDR range'
+    ])
+    expect(globalProblems(`[ip_filter]\nwhitelist = ["10.0.0.0/8", "2001:db8::/32", "192.168.1.7"]`)).toEqual([])
+  })
+
+  it("URL shape of endpoint and api_url", () => {
+    expect(globalProblems(`[telemetry]\nendpoint = "collector:4317"`)[0]).toMatch(/telemetry\.endpoint: .*scheme/)
+    expect(globalProblems(`[telemetry]\nendpoint = "http://collector"`)[0]).toMatch(
+      /telemetry\.endpoint: "http:\/\/collector" has no port/
+    )
+    expect(globalProblems(`[telemetry]\nendpoint = "http://collector:4318"`)).toEqual([])
+    const manager = (url: string) =>
+      serverProblems(server(`[server_manager]\ntype = "panel"\napi_url = "${url}"\napi_key = "k"\nserver_id = "s"`))
+    expect(manager("panel.example.com")[0]).toMatch(/server_manager\.api_url: "panel\.example\.com" is not a URL/)
+    expect(manager("ftp://panel.example.com")[0]).toMatch(/has scheme "ftp"/)
+    expect(manager("https://panel.example.com")).toEqual([])
+  })
+
+  it("durations", () => {
+    expect(globalProblems(`connect_timeout = "5 seconds"`)).toEqual([
+      'proxy.toml: connect_timeout: expected a duration such as "500ms", "5s", "1h30m" or "7d", got "5 seconds"'
+    ])
+    expect(globalProblems(`connect_timeout = 5`)).toEqual(["proxy.toml: connect_timeout: expected a string, got 5"])
+    expect(globalProblems(`receive_proxy_protocol = "yes"`)).toEqual(['proxy.toml: receive_proxy_protocol: expected true or false, got "yes"'])
+    expect(globalProblems(`rate_limit = 5`)).toEqual(["proxy.toml: rate_limit: expected a table, got 5"])
+    expect(serverProblems(`addresses = "10.0.0.1"`)).toEqual(['servers/lobby.toml: addresses: expected an array, got "10.0.0.1"'])
+  })
+
+  it("server files need addresses; domains must look like domains", () => {
+    expect(serverProblems(`domains = ["a.com"]`)).toEqual(["servers/lobby.toml: addresses: is required"])
+    expect(serverProblems(`addresses = []`)).toEqual(["servers/lobby.toml: addresses: expected at least one backend address"])
+    expect(serverProblems(`addresses = ["a"]\ndomains = ["not a domain", "*.*.x"]`)).toHaveLength(2)
+    expect(serverProblems(`addresses = [5]`)).toEqual([
+      'servers/lobby.toml: addresses[0]: expected "host:port" or { address = "host:port", weight = N }, got 5'
+    ])
+  })
+
+  it("server_manager providers need their fields", () => {
+    expect(serverProblems(server(`[server_manager]\ntype = "local"`))).toEqual([
+      "servers/lobby.toml: server_manager.command: is required",
+      "servers/lobby.toml: server_manager.working_dir: is required"
+    ])
+    expect(serverProblems(server(`[server_manager]\ntype = "controller"\napi_url = "https://c.example.com:8443"`))).toEqual([
+      "servers/lobby.toml: server_manager.api_key: is required",
+      "servers/lobby.toml: server_manager.server_id: is required"
+    ])
+  })
+})
+
+describe("across files", () => {
+  const def = (file: string, id: string, domains: Array<string>): ServerDefinition =>
+    Either.getOrThrow(
+      Either.map(decodeServerText(file, file, `addresses = ["a"]\ndomains = ${JSON.stringify(domains)}`), (d) => ({ ...d, id }))
+    )
+
+  it("duplicate server ids", () => {
+    const { problems } = findServerConflicts([def("servers/a.toml", "lobby", ["a.com"]), def("servers/b.toml", "lobby", ["b.com"])])
+    expect(problems.map(formatProblem)).toEqual(['servers/b.toml: server id "lobby" is already used by servers/a.toml'])
+  })
+
+  it("the same domain or wildcard in two servers names both files", () => {
+    const exact = findServerConflicts([def("servers/a.toml", "a", ["play.example.com"]), def("servers/b.toml", "b", ["Play.Example.com"])])
+    expect(exact.problems.map(formatProblem)).toEqual([
+      'servers/b.toml: domains: domain "play.example.com" is already routed to server "a" (servers/a.toml)'
+    ])
+    const wildcard = findServerConflicts([def("servers/a.toml", "a", ["*.example.com"]), def("servers/b.toml", "b", ["*.example.com"])])
+    expect(wildcard.problems).toHaveLength(1)
+    const distinct = findServerConflicts([def("servers/a.toml", "a", ["*.example.com"]), def("servers/b.toml", "b", ["example.com"])])
+    expect(distinct.problems).toEqual([])
+  })
+
+  it("the id comes from name, else id, else the file name", () => {
+    expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]`)).id).toBe("lobby")
+    expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]\nid = "hub"`)).id).toBe("hub")
+    expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]\nid = "hub"\nname = "main"`)).id).toBe("main")
+  })
+})

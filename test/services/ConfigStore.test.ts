@@ -1,0 +1,246 @@
+/** ConfigStore with real files: loading, hot reload of servers_dir, SIGHUP-style reload, secrets and favicons. */
+import { FetchHttpClient } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { Duration, Effect, Either, Layer, ManagedRuntime } from "effect"
+import { statSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { formatProblem } from "../../src/schema/problems.js"
+import { ConfigStore, type ConfigSnapshot, loadConfiguration } from "../../src/services/ConfigStore.js"
+import { makePng } from "../helpers/png.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { waitFor } from "../helpers/wait.js"
+
+const Platform = Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)
+const runtimes: Array<ManagedRuntime.ManagedRuntime<ConfigStore, unknown>> = []
+afterEach(async () => {
+  for (const runtime of runtimes.splice(0)) await runtime.dispose()
+})
+
+const startStore = async (configFile: string) => {
+  const runtime = ManagedRuntime.make(
+    ConfigStore.layer({ configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform))
+  )
+  runtimes.push(runtime)
+  const store = await runtime.runPromise(ConfigStore)
+  const snapshot = () => runtime.runPromise(store.get)
+  return { runtime, store, snapshot }
+}
+
+const load = (configFile: string) =>
+  Effect.runPromise(Effect.either(loadConfiguration(configFile, { createSecrets: true })).pipe(Effect.provide(Platform)))
+
+const serverIds = (snapshot: ConfigSnapshot) => [...snapshot.servers.keys()]
+
+describe("loading", () => {
+  it("loads the example configuration of the repository", async () => {
+    const result = await load(path.resolve("proxy.toml"))
+    const snapshot = Either.getOrThrow(result).snapshot
+    expect(serverIds(snapshot)).toEqual(["lobby", "survival"])
+    expect(snapshot.servers.get("survival")!.config.addresses.map((a) => a.weight)).toEqual([1, 2])
+    expect(snapshot.global.servers_dir).toBe(path.resolve("servers"))
+  })
+
+  it("reports every problem of every file at once", async () => {
+    const dir = makeConfigDir(`max_connections = -1`, {
+      "a.toml": `addresses = ["a"]\nbogus = 1`
+    })
+    // The global file is checked first; with it broken the server files cannot be located.
+    const first = await load(dir.configFile)
+    expect(Either.isLeft(first) && first.left.problems.map(formatProblem)).toEqual([
+      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/)
+    ])
+    dir.write("proxy.toml", "")
+    dir.write("servers/b.toml", `addresses = ["b"]\ndomains = ["x.com"]`)
+    dir.write("servers/c.toml", `addresses = ["c"]\ndomains = ["x.com"]`)
+    const second = await load(dir.configFile)
+    const lines = Either.isLeft(second) ? second.left.problems.map(formatProblem) : []
+    expect(lines).toEqual([
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
+      expect.stringMatching(/servers\/c\.toml: domains: domain "x\.com" is already routed to server "b" \(.*servers\/b\.toml\)/)
+    ])
+  })
+
+  it("a missing servers_dir is a clear error", async () => {
+    const dir = makeConfigDir(`servers_dir = "nowhere"`)
+    const result = await load(dir.configFile)
+    expect(Either.isLeft(result) && result.left.problems[0]!.message).toMatch(/servers_dir does not exist/)
+  })
+
+  it("resolves relative paths against the file that names them", async () => {
+    const dir = makeConfigDir(`servers_dir = "srv"\n[ban]\nfile = "data/bans.json"\n[plugins.x]\npath = "p/x.wasm"`)
+    dir.write("srv/a.toml", `addresses = ["a"]\n[server_manager]\ntype = "local"\ncommand = "java"\nworking_dir = "mc"`)
+    const snapshot = Either.getOrThrow(await load(dir.configFile)).snapshot
+    expect(snapshot.global.ban.file).toBe(path.join(dir.root, "data/bans.json"))
+    expect(snapshot.global.plugins["x"]!.path).toBe(path.join(dir.root, "p/x.wasm"))
+    const manager = snapshot.servers.get("a")!.config.server_manager
+    expect(manager?.type === "local" && manager.working_dir).toBe(path.join(dir.root, "srv/mc"))
+  })
+})
+
+describe("forwarding secret", () => {
+  it("is created with a strong random secret and mode 0600 when modern or legacy_guard is used", async () => {
+    const dir = makeConfigDir("", { "a.toml": `addresses = ["a"]\nforwarding_mode = "legacy_guard"` })
+    Either.getOrThrow(await load(dir.configFile))
+    const secretFile = path.join(dir.root, "forwarding.secret")
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600)
+    const secret = readFileSync(secretFile, "utf8").trim()
+    expect(secret.length).toBeGreaterThanOrEqual(43)
+    // An existing secret is kept.
+    Either.getOrThrow(await load(dir.configFile))
+    expect(readFileSync(secretFile, "utf8").trim()).toBe(secret)
+  })
+
+  it("is not created when no server needs it", async () => {
+    const dir = makeConfigDir("[forwarding]\nmode = \"legacy\"", { "a.toml": `addresses = ["a"]` })
+    Either.getOrThrow(await load(dir.configFile))
+    expect(() => statSync(path.join(dir.root, "forwarding.secret"))).toThrow()
+  })
+
+  it("an empty secret file is an error", async () => {
+    const dir = makeConfigDir("[forwarding]\nmode = \"modern\"\nsecret_file = \"s.txt\"", { "a.toml": `addresses = ["a"]` })
+    dir.write("s.txt", "\n")
+    const result = await load(dir.configFile)
+    expect(Either.isLeft(result) && formatProblem(result.left.problems[0]!)).toMatch(/s\.txt: the forwarding secret file is empty/)
+  })
+})
+
+describe("favicons", () => {
+  let server: Server | undefined
+  afterEach(() => server?.close())
+
+  it("accepts a PNG path, base64 PNG, data URI and an http URL, all turned into data URIs", async () => {
+    const png = makePng()
+    server = createServer((req, res) => {
+      if (req.url === "/icon.png") res.end(png)
+      else res.writeHead(404).end()
+    })
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const dir = makeConfigDir(`[default_motd.online]\ntext = "hi"\nfavicon = "icons/default.png"`)
+    dir.write("icons/default.png", png.toString("latin1"))
+    writeFileSync(path.join(dir.root, "icons/default.png"), png)
+    dir.write(
+      "servers/a.toml",
+      [
+        `addresses = ["a"]`,
+        `[motd.online]\ntext = "a"\nfavicon = "${png.toString("base64")}"`,
+        `[motd.sleeping]\ntext = "b"\nfavicon = "data:image/png;base64,${png.toString("base64")}"`,
+        `[motd.starting]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/icon.png"`
+      ].join("\n")
+    )
+    const snapshot = Either.getOrThrow(await load(dir.configFile)).snapshot
+    const uri = `data:image/png;base64,${png.toString("base64")}`
+    expect(snapshot.global.default_motd.online!.favicon).toBe(uri)
+    const motd = snapshot.servers.get("a")!.config.motd
+    expect([motd.online!.favicon, motd.sleeping!.favicon, motd.starting!.favicon]).toEqual([uri, uri, uri])
+  })
+
+  it("a bad favicon is a configuration error, not a crash", async () => {
+    server = createServer((_, res) => res.writeHead(404).end())
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const dir = makeConfigDir("", {
+      "a.toml": [
+        `addresses = ["a"]`,
+        `[motd.online]\ntext = "a"\nfavicon = "missing.png"`,
+        `[motd.offline]\ntext = "b"\nfavicon = "big.png"`,
+        `[motd.crashed]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/none.png"`,
+        `[motd.stopping]\ntext = "d"\nfavicon = "notpng.txt"`
+      ].join("\n")
+    })
+    writeFileSync(path.join(dir.serversDir, "big.png"), makePng(128, 128))
+    writeFileSync(path.join(dir.serversDir, "notpng.txt"), "hello")
+    const result = await load(dir.configFile)
+    const lines = Either.isLeft(result) ? result.left.problems.map(formatProblem) : []
+    expect(lines).toEqual([
+      expect.stringMatching(/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png/),
+      expect.stringMatching(/a\.toml: motd\.offline\.favicon: favicon must be 64x64 pixels, this PNG is 128x128/),
+      expect.stringMatching(/a\.toml: motd\.crashed\.favicon: cannot fetch favicon http:\/\/127\.0\.0\.1:\d+\/none\.png: HTTP 404/),
+      expect.stringMatching(/a\.toml: motd\.stopping\.favicon: favicon is not a PNG image/)
+    ])
+  })
+})
+
+describe("hot reload of servers_dir", () => {
+  it("applies an added, changed, broken and removed server file without a restart", async () => {
+    const dir = makeConfigDir("", { "lobby.toml": `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]` })
+    const { snapshot } = await startStore(dir.configFile)
+    expect(serverIds(await snapshot())).toEqual(["lobby"])
+
+    dir.write("servers/survival.toml", `domains = ["survival.example.com"]\naddresses = ["10.0.0.2"]`)
+    await waitFor(async () => (await snapshot()).servers.has("survival"), { what: "added server" })
+
+    dir.write("servers/survival.toml", `domains = ["survival.example.com"]\naddresses = ["10.0.0.3:25570"]`)
+    await waitFor(async () => (await snapshot()).servers.get("survival")?.config.addresses[0]?.port === 25570, {
+      what: "changed server"
+    })
+
+    const before = (await snapshot()).revision
+    dir.write("servers/survival.toml", `domains = ["survival.example.com"]\naddresses = ["10.0.0.4"]\nbroken_key = 1`)
+    // Give the watcher time to see the broken file; the last good version must stay.
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    const afterBreak = await snapshot()
+    expect(afterBreak.revision).toBe(before)
+    expect(afterBreak.servers.get("survival")!.config.addresses[0]).toEqual({ host: "10.0.0.3", port: 25570, weight: 1 })
+
+    dir.write("servers/survival.toml", `domains = ["survival.example.com"]\naddresses = ["10.0.0.5"]`)
+    await waitFor(async () => (await snapshot()).servers.get("survival")?.config.addresses[0]?.host === "10.0.0.5", {
+      what: "repaired server"
+    })
+
+    rmSync(path.join(dir.serversDir, "survival.toml"))
+    await waitFor(async () => !(await snapshot()).servers.has("survival"), { what: "removed server" })
+    expect(serverIds(await snapshot())).toEqual(["lobby"])
+  })
+
+  it("a new file claiming a taken domain is held back until the conflict is gone", async () => {
+    const dir = makeConfigDir("", { "a.toml": `domains = ["play.example.com"]\naddresses = ["10.0.0.1"]` })
+    const { snapshot } = await startStore(dir.configFile)
+    dir.write("servers/b.toml", `domains = ["play.example.com"]\naddresses = ["10.0.0.2"]`)
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect(serverIds(await snapshot())).toEqual(["a"])
+    rmSync(path.join(dir.serversDir, "a.toml"))
+    await waitFor(async () => serverIds(await snapshot()).join() === "b", { what: "held-back server applied" })
+  })
+
+  it("a file that never decoded is not loaded, and is loaded once fixed", async () => {
+    const dir = makeConfigDir("")
+    const { snapshot } = await startStore(dir.configFile)
+    dir.write("servers/x.toml", `addresses = "oops"`)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(serverIds(await snapshot())).toEqual([])
+    dir.write("servers/x.toml", `addresses = ["10.0.0.9"]`)
+    await waitFor(async () => (await snapshot()).servers.has("x"), { what: "fixed server" })
+  })
+})
+
+describe("reloading proxy.toml", () => {
+  it("applies live options and keeps restart-only options until a restart", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nmax_connections = 10`)
+    const { runtime, store, snapshot } = await startStore(dir.configFile)
+    dir.write("proxy.toml", `bind = "127.0.0.1:1234"\nmax_connections = 20`)
+    await runtime.runPromise(store.reloadGlobal)
+    const after = await snapshot()
+    expect(after.global.max_connections).toBe(20)
+    expect(after.global.bind).toEqual({ host: "127.0.0.1", port: 0 })
+  })
+
+  it("a broken proxy.toml changes nothing", async () => {
+    const dir = makeConfigDir(`max_connections = 10`)
+    const { runtime, store, snapshot } = await startStore(dir.configFile)
+    const before = await snapshot()
+    dir.write("proxy.toml", `max_connections = "many"`)
+    await runtime.runPromise(store.reloadGlobal)
+    expect(await snapshot()).toBe(before)
+  })
+
+  it("a loopback [web] without api_key gets an ephemeral key", async () => {
+    const dir = makeConfigDir(`[web]\nbind = "127.0.0.1:0"`)
+    const { snapshot } = await startStore(dir.configFile)
+    const key = (await snapshot()).global.web!.api_key
+    expect(key).toMatch(/^[A-Za-z0-9_-]{32}$/)
+  })
+})
