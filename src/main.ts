@@ -81,6 +81,9 @@ if (args!.check) {
         return 1
       })
     ),
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logFatal(`Portal cannot run: ${error instanceof Error ? error.message : String(error)}`), 1)
+    ),
     Effect.tapDefect((cause) => Effect.logFatal("Portal stopped on an unexpected error", cause)),
     Effect.provide(logging)
   )

@@ -3,17 +3,23 @@ import { FetchHttpClient } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { ConfigStore } from "../services/ConfigStore.js"
+import { DevConfigStore } from "./Dev.js"
+import { ProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
 
 export interface MainOptions {
   readonly configFile: string
+  /** Development mode: embedded demo backends replace every configured address. */
   readonly dev: boolean
 }
 
-const Platform = Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)
+export const Platform = Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)
+
+/** Logs what was loaded before the listener starts. */
+const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
 
 export const MainLayer = (options: MainOptions) => {
-  const config = ConfigStore.layer({ configFile: options.configFile }).pipe(Layer.provide(Platform))
-  const announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
-  return announce.pipe(Layer.provideMerge(config))
+  const base = ConfigStore.layer({ configFile: options.configFile })
+  const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
+  return ProxyLayer.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))
 }

@@ -1,0 +1,22 @@
+/**
+ * The proxy's services wired together, given a ConfigStore and the platform. Each service is built once here;
+ * production (Main) and development (Dev) differ only in the ConfigStore they provide.
+ */
+import { Layer } from "effect"
+import { Backend } from "../services/Backend.js"
+import { Balancer } from "../services/Balancer.js"
+import { Forwarding } from "../services/Forwarding.js"
+import { Listener } from "../services/Listener.js"
+import { PlayerRegistry } from "../services/PlayerRegistry.js"
+import { Relay } from "../services/Relay.js"
+import { Router } from "../services/Router.js"
+import { Session } from "../services/Session.js"
+import { StatusService } from "../services/StatusService.js"
+
+const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
+const Edges = Layer.mergeAll(Backend.Default, Forwarding.Default, Router.Default).pipe(Layer.provideMerge(State))
+const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
+const Sessions = Session.Default.pipe(Layer.provideMerge(Answers))
+
+/** Every service of the proxy plus the listener; accepting starts when this layer is built. */
+export const ProxyLayer = Listener.Default.pipe(Layer.provideMerge(Sessions))

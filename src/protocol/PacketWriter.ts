@@ -1,0 +1,52 @@
+/** Building packets: fields appended in order, framed with a VarInt length at the end. */
+import { encodeVarInt } from "./varint.js"
+
+export class PacketWriter {
+  private readonly parts: Array<Buffer> = []
+
+  varInt(value: number): this {
+    this.parts.push(encodeVarInt(value))
+    return this
+  }
+
+  string(text: string): this {
+    const bytes = Buffer.from(text, "utf8")
+    this.parts.push(encodeVarInt(bytes.length), bytes)
+    return this
+  }
+
+  u16(value: number): this {
+    const out = Buffer.alloc(2)
+    out.writeUInt16BE(value)
+    this.parts.push(out)
+    return this
+  }
+
+  i64(value: bigint): this {
+    const out = Buffer.alloc(8)
+    out.writeBigInt64BE(value)
+    this.parts.push(out)
+    return this
+  }
+
+  bool(value: boolean): this {
+    this.parts.push(Buffer.from([value ? 1 : 0]))
+    return this
+  }
+
+  bytes(bytes: Buffer): this {
+    this.parts.push(bytes)
+    return this
+  }
+
+  uuid(text: string): this {
+    this.parts.push(Buffer.from(text.replace(/-/g, ""), "hex"))
+    return this
+  }
+
+  /** The packet framed as `VarInt length | packetId | fields`. */
+  frame(packetId: number): Buffer {
+    const body = Buffer.concat([encodeVarInt(packetId), ...this.parts])
+    return Buffer.concat([encodeVarInt(body.length), body])
+  }
+}

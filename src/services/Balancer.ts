@@ -1,0 +1,122 @@
+/**
+ * Balancer: which backend address a login tries first. Keeps per-address state (live sessions, round robin
+ * weights, passive ejection after failed connects, active health, slow start after recovery).
+ */
+import { Clock, Duration, Effect, Scope } from "effect"
+import type { ServerDefinition } from "../schema/decode.js"
+import { formatHostPort } from "../schema/HostPort.js"
+import type { BackendAddress } from "../schema/ServerConfig.js"
+import { type AddressState, ejectionMillis, freshState, orderCandidates } from "./balancer/strategy.js"
+
+export interface AddressStatus {
+  readonly address: string
+  readonly weight: number
+  readonly active: number
+  readonly healthy: boolean
+  readonly ejectedUntil: number | undefined
+  readonly failures: number
+}
+
+export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
+  effect: Effect.sync(() => {
+    // Mutated synchronously inside Effect.sync: state changes at connection rate and must be read in the same tick.
+    const servers = new Map<string, Map<string, AddressState>>()
+
+    const stateOf = (serverId: string, address: BackendAddress | string): AddressState => {
+      const key = typeof address === "string" ? address : formatHostPort(address)
+      let perServer = servers.get(serverId)
+      if (perServer === undefined) servers.set(serverId, (perServer = new Map()))
+      let state = perServer.get(key)
+      if (state === undefined) perServer.set(key, (state = freshState()))
+      return state
+    }
+
+    /** Forgets addresses a server no longer lists (after a reload), keeping live counts of the rest. */
+    const prune = (server: ServerDefinition) => {
+      const perServer = servers.get(server.id)
+      if (perServer === undefined) return
+      const listed = new Set(server.config.addresses.map(formatHostPort))
+      for (const key of perServer.keys()) if (!listed.has(key)) perServer.delete(key)
+    }
+
+    const order = (server: ServerDefinition): Effect.Effect<ReadonlyArray<BackendAddress>> =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        prune(server)
+        const candidates = server.config.addresses.map((address) => ({ address, state: stateOf(server.id, address) }))
+        const slowStart =
+          server.config.slow_start === undefined
+            ? undefined
+            : { windowMs: Duration.toMillis(server.config.slow_start), aggression: server.config.slow_start_aggression }
+        return orderCandidates(server.config.balance, candidates, now, slowStart).map((candidate) => candidate.address)
+      })
+
+    const markRecovered = (state: AddressState, now: number) => {
+      state.recoveredAt = now
+      state.currentWeight = 0
+    }
+
+    return {
+      order,
+      /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
+      reportSuccess: (serverId: string, address: BackendAddress) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const state = stateOf(serverId, address)
+          if (state.failures > 0) markRecovered(state, now)
+          state.failures = 0
+          state.ejectedUntil = 0
+        }),
+      /** A connect failed: eject the address for a growing back-off. */
+      reportFailure: (serverId: string, address: BackendAddress) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const state = stateOf(serverId, address)
+          state.failures += 1
+          state.ejectedUntil = now + ejectionMillis(state.failures)
+        }),
+      /** The active health check's verdict for an address. */
+      setHealth: (serverId: string, address: BackendAddress, healthy: boolean) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const state = stateOf(serverId, address)
+          if (healthy && !state.healthy) markRecovered(state, now)
+          state.healthy = healthy
+          if (healthy) {
+            state.failures = 0
+            state.ejectedUntil = 0
+          }
+        }),
+      /** Counts a live session on an address for least_conn, for the life of the scope. */
+      track: (serverId: string, address: BackendAddress): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            stateOf(serverId, address).active += 1
+          }),
+          () =>
+            Effect.sync(() => {
+              const state = servers.get(serverId)?.get(formatHostPort(address))
+              if (state !== undefined && state.active > 0) state.active -= 1
+            })
+        ),
+      /** Whether any address of the server is believed reachable right now. */
+      anyAvailable: (server: ServerDefinition) =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          server.config.addresses.some((address) => {
+            const state = stateOf(server.id, address)
+            return state.healthy && state.ejectedUntil <= now
+          })
+        ),
+      status: (server: ServerDefinition) =>
+        Effect.map(Clock.currentTimeMillis, (now): ReadonlyArray<AddressStatus> =>
+          server.config.addresses.map((address) => {
+            const state = stateOf(server.id, address)
+            return {
+              address: formatHostPort(address),
+              weight: address.weight,
+              active: state.active,
+              healthy: state.healthy,
+              ejectedUntil: state.ejectedUntil > now ? state.ejectedUntil : undefined,
+              failures: state.failures
+            }
+          })
+        )
+    }
+  })
+}) {}

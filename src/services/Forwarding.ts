@@ -1,0 +1,108 @@
+/**
+ * Forwarding: what the backend is told about the player. In the raw modes that is the handshake: its address
+ * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port.
+ */
+import { FileSystem } from "@effect/platform"
+import { Clock, Data, Effect } from "effect"
+import type { ServerDefinition } from "../schema/decode.js"
+import type { GlobalConfig } from "../schema/GlobalConfig.js"
+import type { ForwardingMode } from "../schema/common.js"
+import type { BackendAddress } from "../schema/ServerConfig.js"
+import { bungeeGuardProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
+import { encodeHandshake, type Handshake, NEXT_STATE_LOGIN, NEXT_STATE_TRANSFER, splitAddress } from "../protocol/handshake.js"
+import type { LoginStart } from "../protocol/login.js"
+
+export class ForwardingUnavailable extends Data.TaggedError("ForwardingUnavailable")<{ readonly reason: string }> {
+  override get message() {
+    return this.reason
+  }
+}
+
+const SECRET_CACHE_MS = 5_000
+
+export const forwardingModeOf = (server: ServerDefinition, global: GlobalConfig): ForwardingMode =>
+  server.config.forwarding_mode ?? global.forwarding.mode
+
+export interface BackendHandshakeInput {
+  readonly server: ServerDefinition
+  readonly global: GlobalConfig
+  readonly handshake: Handshake
+  readonly backend: BackendAddress
+  readonly clientIp: string
+  /** Present for logins; status pings carry no player. */
+  readonly login: LoginStart | undefined
+}
+
+/** The host and port the backend sees, per `domain_rewrite` (the port follows the host's choice). */
+export const rewrittenTarget = (input: BackendHandshakeInput): { readonly host: string; readonly port: number } => {
+  const rewrite = input.server.config.domain_rewrite
+  const { rawHost } = splitAddress(input.handshake.address)
+  if (rewrite === "none") return { host: rawHost, port: input.handshake.port }
+  if (rewrite === "from_backend") return { host: input.backend.host, port: input.backend.port }
+  return { host: rewrite.explicit, port: input.backend.port }
+}
+
+export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding", {
+  effect: Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    // Read at most every few seconds, so a rotated secret is picked up without a file read per login.
+    const secrets = new Map<string, { readonly secret: string; readonly readAt: number }>()
+    const secretOf = (file: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const cached = secrets.get(file)
+        if (cached !== undefined && now - cached.readAt < SECRET_CACHE_MS) return Effect.succeed(cached.secret)
+        return fs.readFileString(file).pipe(
+          Effect.map((text) => text.trim()),
+          Effect.filterOrFail(
+            (secret) => secret.length > 0,
+            () => new ForwardingUnavailable({ reason: `the forwarding secret ${file} is empty` })
+          ),
+          Effect.tap((secret) => Effect.sync(() => secrets.set(file, { secret, readAt: now }))),
+          Effect.catchTag("BadArgument", "SystemError", (error) =>
+            Effect.fail(new ForwardingUnavailable({ reason: `cannot read the forwarding secret ${file}: ${error.message}` }))
+          )
+        )
+      })
+
+    /**
+     * The handshake sent to the backend, framed. Transfers (next state 3) become ordinary logins: the backend
+     * is reached from Portal, not by a transfer packet of its own.
+     */
+    const backendHandshake = (input: BackendHandshakeInput): Effect.Effect<Buffer, ForwardingUnavailable> =>
+      Effect.gen(function* () {
+        const { suffix } = splitAddress(input.handshake.address)
+        const target = rewrittenTarget(input)
+        const nextState = input.handshake.nextState === NEXT_STATE_TRANSFER ? NEXT_STATE_LOGIN : input.handshake.nextState
+        const mode = input.login === undefined ? "none" : forwardingModeOf(input.server, input.global)
+        let address: string
+        switch (mode) {
+          case "none":
+            address = target.host + suffix
+            break
+          case "legacy":
+          case "legacy_guard": {
+            const login = input.login!
+            const properties =
+              mode === "legacy_guard" ? [bungeeGuardProperty(yield* secretOf(input.global.forwarding.secret_file))] : []
+            // Markers are dropped: backends split this address on NUL and expect three or four fields.
+            address = legacyForwardingAddress({
+              host: target.host,
+              clientIp: input.clientIp,
+              uuid: login.uuid ?? offlineUuid(login.name),
+              properties
+            })
+            break
+          }
+          case "modern":
+            return yield* Effect.fail(
+              new ForwardingUnavailable({
+                reason: "modern (Velocity) forwarding needs a packet proxy mode, which this server does not use"
+              })
+            )
+        }
+        return encodeHandshake({ protocolVersion: input.handshake.protocolVersion, address, port: target.port, nextState })
+      })
+
+    return { backendHandshake, clearSecrets: Effect.sync(() => secrets.clear()) }
+  })
+}) {}

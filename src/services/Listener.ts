@@ -1,0 +1,92 @@
+/**
+ * Listener: accepts player connections on `bind`, caps them at `max_connections`, sets TCP_NODELAY and keepalive,
+ * and runs each connection's Session in its own fiber. On shutdown it stops accepting, lets live sessions finish
+ * for a bounded time, then closes them.
+ */
+import { Data, Duration, Effect, FiberSet, Stream } from "effect"
+import * as net from "node:net"
+import { formatHostPort } from "../schema/HostPort.js"
+import { ConfigStore } from "./ConfigStore.js"
+import { Session } from "./Session.js"
+
+export class ListenError extends Data.TaggedError("ListenError")<{ readonly address: string; readonly reason: string }> {
+  override get message() {
+    return `cannot listen on ${this.address}: ${this.reason}`
+  }
+}
+
+/** How long live sessions may go on after shutdown begins (PORTAL_SHUTDOWN_GRACE_MS overrides). */
+export const shutdownGrace = (): Duration.Duration => {
+  const fromEnv = Number(process.env.PORTAL_SHUTDOWN_GRACE_MS)
+  return Number.isFinite(fromEnv) && fromEnv >= 0 ? Duration.millis(fromEnv) : Duration.seconds(10)
+}
+
+export class Listener extends Effect.Service<Listener>()("portal/Listener", {
+  scoped: Effect.gen(function* () {
+    const store = yield* ConfigStore
+    const session = yield* Session
+    const snapshot = yield* store.get
+    const { bind, keepalive } = snapshot.global
+    const fibers = yield* FiberSet.make<void, never>()
+    const runFork = yield* FiberSet.runtime(fibers)<never>()
+    let nextId = 0
+
+    const server = net.createServer({
+      pauseOnConnect: true,
+      noDelay: true,
+      keepAlive: true,
+      keepAliveInitialDelay: Duration.toMillis(keepalive.time)
+    })
+    const applyLimits = (maxConnections: number) => {
+      // Node closes a connection over the cap at once; 0 means no cap.
+      server.maxConnections = maxConnections > 0 ? maxConnections : Number.MAX_SAFE_INTEGER
+    }
+    applyLimits(snapshot.global.max_connections)
+    yield* store.changes.pipe(
+      Stream.runForEach((next) => Effect.sync(() => applyLimits(next.global.max_connections))),
+      Effect.forkScoped
+    )
+
+    server.on("connection", (socket: net.Socket) => {
+      // A socket must always have an error listener, or a reset between two reads would crash the process.
+      socket.on("error", () => {})
+      runFork(session.handle({ id: ++nextId, socket }))
+    })
+    server.on("drop", (data?: { remoteAddress?: string }) => {
+      runFork(Effect.logDebug(`max_connections reached: closed a connection from ${data?.remoteAddress ?? "?"}`))
+    })
+
+    const address = formatHostPort(bind)
+    yield* Effect.async<void, ListenError>((resume) => {
+      const onError = (error: NodeJS.ErrnoException) =>
+        resume(Effect.fail(new ListenError({ address, reason: error.code === "EADDRINUSE" ? "the address is already in use" : error.message })))
+      server.once("error", onError)
+      server.listen({ host: bind.host, port: bind.port }, () => {
+        server.off("error", onError)
+        resume(Effect.void)
+      })
+    })
+    server.on("error", (error) => runFork(Effect.logError(`listener error: ${error.message}`)))
+    const bound = server.address() as net.AddressInfo
+    yield* Effect.logInfo(`listening on ${formatHostPort({ host: bound.address, port: bound.port })}`)
+
+    // Runs before the fibers are interrupted (finalizers run in reverse order): stop accepting, then drain.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        server.close()
+        const live = yield* FiberSet.size(fibers)
+        if (live > 0) {
+          const grace = shutdownGrace()
+          yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
+          yield* FiberSet.awaitEmpty(fibers).pipe(Effect.timeoutOption(grace))
+        }
+      })
+    )
+
+    return {
+      /** The address actually bound (port 0 in `bind` gets a free port). */
+      address: { host: bound.address, port: bound.port },
+      connections: FiberSet.size(fibers)
+    }
+  })
+}) {}

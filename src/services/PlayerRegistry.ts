@@ -1,0 +1,97 @@
+/**
+ * PlayerRegistry: every live session (from routing to close) and the player counts derived from them.
+ * Byte counters are read from the sockets on demand, so the relay pays nothing per chunk.
+ */
+import { Clock, Effect, Scope } from "effect"
+
+export interface SessionByteSource {
+  /** Bytes received from the player so far. */
+  readonly bytesIn: () => number
+  /** Bytes sent to the player so far. */
+  readonly bytesOut: () => number
+}
+
+export interface SessionEntry {
+  readonly id: number
+  readonly serverId: string
+  readonly clientAddress: string
+  readonly clientPort: number
+  readonly protocolVersion: number
+  readonly name: string | undefined
+  readonly uuid: string | undefined
+  /** Epoch milliseconds. */
+  readonly since: number
+}
+
+/** A live session as reported to operators. */
+export interface SessionSnapshot extends SessionEntry {
+  readonly backendAddress: string | undefined
+  readonly bytesIn: number
+  readonly bytesOut: number
+}
+
+interface LiveSession {
+  readonly entry: SessionEntry
+  backendAddress: string | undefined
+  bytes: SessionByteSource | undefined
+}
+
+export interface SessionHandle {
+  readonly id: number
+  /** Records the backend address once connected, and where the byte counts come from. */
+  readonly attachBackend: (backendAddress: string, bytes: SessionByteSource) => Effect.Effect<void>
+}
+
+export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
+  effect: Effect.sync(() => {
+    // A plain Map owned by this service: sessions come and go at connection rate, and copying an immutable
+    // map per connection would cost O(sessions) each time.
+    const sessions = new Map<number, LiveSession>()
+    const perServer = new Map<string, number>()
+
+    const adjust = (serverId: string, delta: number) => {
+      const next = (perServer.get(serverId) ?? 0) + delta
+      if (next <= 0) perServer.delete(serverId)
+      else perServer.set(serverId, next)
+    }
+
+    /** Adds a session for the life of the current scope. */
+    const register = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionHandle, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.map(Clock.currentTimeMillis, (since) => {
+          const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
+          sessions.set(entry.id, live)
+          adjust(entry.serverId, 1)
+          const handle: SessionHandle = {
+            id: entry.id,
+            attachBackend: (backendAddress, bytes) =>
+              Effect.sync(() => {
+                live.backendAddress = backendAddress
+                live.bytes = bytes
+              })
+          }
+          return handle
+        }),
+        () =>
+          Effect.sync(() => {
+            if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
+          })
+      )
+
+    const snapshot = (live: LiveSession): SessionSnapshot => ({
+      ...live.entry,
+      backendAddress: live.backendAddress,
+      bytesIn: live.bytes?.bytesIn() ?? 0,
+      bytesOut: live.bytes?.bytesOut() ?? 0
+    })
+
+    return {
+      register,
+      list: Effect.sync(() => [...sessions.values()].map(snapshot)),
+      /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
+      countFor: (serverId: string) => Effect.sync(() => perServer.get(serverId) ?? 0),
+      counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
+      total: Effect.sync(() => sessions.size)
+    }
+  })
+}) {}

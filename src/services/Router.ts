@@ -1,0 +1,61 @@
+/**
+ * Router: the domain index. Exact domains beat wildcards; among wildcards the longest suffix wins.
+ * `*.example.com` matches any depth below `example.com`, never `example.com` itself.
+ */
+import { Effect, Option } from "effect"
+import type { ServerDefinition } from "../schema/decode.js"
+import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
+
+export interface DomainIndex {
+  readonly exact: ReadonlyMap<string, ServerDefinition>
+  /** Keyed by the suffix after `*.` */
+  readonly wildcard: ReadonlyMap<string, ServerDefinition>
+}
+
+export const buildDomainIndex = (servers: Iterable<ServerDefinition>): DomainIndex => {
+  const exact = new Map<string, ServerDefinition>()
+  const wildcard = new Map<string, ServerDefinition>()
+  for (const server of servers) {
+    for (const domain of server.config.domains) {
+      if (domain.startsWith("*.")) wildcard.set(domain.slice(2), server)
+      else exact.set(domain, server)
+    }
+  }
+  return { exact, wildcard }
+}
+
+/** Looks a normalised host up: exact first, then each parent suffix from the longest. */
+export const resolveHost = (index: DomainIndex, host: string): ServerDefinition | undefined => {
+  const exact = index.exact.get(host)
+  if (exact !== undefined) return exact
+  let dot = host.indexOf(".")
+  while (dot >= 0) {
+    const match = index.wildcard.get(host.slice(dot + 1))
+    if (match !== undefined) return match
+    dot = host.indexOf(".", dot + 1)
+  }
+  return undefined
+}
+
+export class Router extends Effect.Service<Router>()("portal/Router", {
+  effect: Effect.gen(function* () {
+    const store = yield* ConfigStore
+    // One index per configuration snapshot, built on first use.
+    const indexes = new WeakMap<ConfigSnapshot, DomainIndex>()
+    const indexFor = (snapshot: ConfigSnapshot) => {
+      let index = indexes.get(snapshot)
+      if (index === undefined) {
+        index = buildDomainIndex(snapshot.servers.values())
+        indexes.set(snapshot, index)
+      }
+      return index
+    }
+    return {
+      /** The server a normalised host routes to, in the given snapshot. */
+      resolveIn: (snapshot: ConfigSnapshot, host: string): Option.Option<ServerDefinition> =>
+        Option.fromNullable(resolveHost(indexFor(snapshot), host)),
+      resolve: (host: string) =>
+        Effect.map(store.get, (snapshot) => Option.fromNullable(resolveHost(indexFor(snapshot), host)))
+    }
+  })
+}) {}

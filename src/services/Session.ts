@@ -1,0 +1,387 @@
+/**
+ * Session: the one place that knows the order of a connection's life, from the first byte to the relay.
+ * Every step is a call into a service; data moves forward only.
+ *
+ *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
+ *                                                       -> Login Start -> checks -> dial -> replay -> relay
+ */
+import { Cause, Duration, Effect, Option } from "effect"
+import ipaddr from "ipaddr.js"
+import type { Socket } from "node:net"
+import type { ServerDefinition } from "../schema/decode.js"
+import { formatHostPort } from "../schema/HostPort.js"
+import { RAW_PROXY_MODES } from "../schema/ServerConfig.js"
+import { readFrame } from "../protocol/frame.js"
+import {
+  decodeHandshakeBody,
+  type Handshake,
+  MAX_HANDSHAKE_FRAME_BYTES,
+  NEXT_STATE_STATUS,
+  splitAddress
+} from "../protocol/handshake.js"
+import { detectLegacy, encodeLegacyKick, encodeLegacyPingResponse, type LegacyPing } from "../protocol/legacy.js"
+import { decodeLoginStartBody, encodeLoginDisconnect, type LoginStart, MAX_LOGIN_START_FRAME_BYTES } from "../protocol/login.js"
+import { ProtocolError } from "../protocol/ProtocolError.js"
+import { encodeProxyV2, readProxyHeader } from "../protocol/proxyProtocol.js"
+import { encodePongFromBody, encodeStatusResponse } from "../protocol/status.js"
+import { Backend } from "./Backend.js"
+import { Balancer } from "./Balancer.js"
+import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
+import { Forwarding, forwardingModeOf } from "./Forwarding.js"
+import { PlayerRegistry } from "./PlayerRegistry.js"
+import { Relay, relayTimeouts } from "./Relay.js"
+import { Router } from "./Router.js"
+import { MESSAGES } from "./session/messages.js"
+import { done, failParse, needMore, type Parse, SocketReader, writeAll } from "./session/SocketReader.js"
+import { StatusService } from "./StatusService.js"
+import { toLegacyStatus } from "./status/motd.js"
+
+/** Time a client has for its PROXY header and handshake, and for each packet before the relay. */
+export const HANDSHAKE_TIMEOUT = Duration.seconds(5)
+/** A lone `FE` or `FE 01` is a legacy ping if nothing follows within this time. */
+export const LEGACY_PING_WAIT = Duration.millis(300)
+/** Protocol asked of a backend on behalf of a pre-1.7 client (any modern one gives the same answer). */
+export const LEGACY_STATUS_PROTOCOL = 47
+const MAX_PROXY_HEADER_BYTES = 16 + 4096
+/** How long a closing connection may take to flush its last message. */
+const CLOSE_FLUSH_TIMEOUT = Duration.seconds(2)
+
+export interface Connection {
+  readonly id: number
+  readonly socket: Socket
+}
+
+interface Peer {
+  readonly clientIp: string
+  readonly clientPort: number
+  readonly localIp: string
+  readonly localPort: number
+}
+
+type Opening =
+  | { readonly _tag: "Modern"; readonly handshake: Handshake }
+  | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
+  | { readonly _tag: "MaybeLegacyPing"; readonly ping: LegacyPing }
+  | { readonly _tag: "LegacyLogin" }
+
+/** Normalises an address as Node reports it (`::ffff:1.2.3.4` becomes `1.2.3.4`). */
+export const normaliseIp = (address: string | undefined): string => {
+  if (address === undefined) return "unknown"
+  try {
+    return ipaddr.process(address).toString()
+  } catch {
+    return address
+  }
+}
+
+const parseOpening = (buffer: Buffer): Parse<Opening> => {
+  const legacy = detectLegacy(buffer)
+  switch (legacy._tag) {
+    case "NeedMore":
+      return needMore
+    case "Invalid":
+      return failParse(new ProtocolError(legacy.reason))
+    case "Login":
+      return done({ _tag: "LegacyLogin" }, 0)
+    case "Ping":
+      return done({ _tag: "LegacyPing", ping: legacy.ping }, buffer.length)
+    case "MaybePing":
+      return done({ _tag: "MaybeLegacyPing", ping: legacy.ping }, 0)
+    case "Modern": {
+      const frame = readFrame(buffer, 0, MAX_HANDSHAKE_FRAME_BYTES)
+      if (frame._tag === "Incomplete") return needMore
+      if (frame._tag === "Invalid") return failParse(new ProtocolError(`bad handshake: ${frame.reason}`))
+      if (frame.packetId !== 0x00) return failParse(new ProtocolError(`expected a handshake, got packet ${frame.packetId}`))
+      try {
+        return done({ _tag: "Modern", handshake: decodeHandshakeBody(buffer.subarray(frame.bodyStart, frame.end)) }, frame.end)
+      } catch (error) {
+        return failParse(error as Error)
+      }
+    }
+  }
+}
+
+/** Parses one uncompressed frame with the expected id; the frame's bytes are returned with the decoded value. */
+const packet =
+  <A>(expectedId: number, maxBytes: number, decode: (body: Buffer) => A) =>
+  (buffer: Buffer): Parse<{ readonly value: A; readonly raw: Buffer }> => {
+    const frame = readFrame(buffer, 0, maxBytes)
+    if (frame._tag === "Incomplete") return needMore
+    if (frame._tag === "Invalid") return failParse(new ProtocolError(frame.reason))
+    if (frame.packetId !== expectedId) {
+      return failParse(new ProtocolError(`expected packet ${expectedId}, got ${frame.packetId}`))
+    }
+    try {
+      return done({ value: decode(buffer.subarray(frame.bodyStart, frame.end)), raw: buffer.subarray(0, frame.end) }, frame.end)
+    } catch (error) {
+      return failParse(error as Error)
+    }
+  }
+
+const timed = <A, E>(effect: Effect.Effect<A, E>, during: string, duration = HANDSHAKE_TIMEOUT) =>
+  Effect.timeoutFail(effect, { duration, onTimeout: () => new ProtocolError(`timed out waiting for ${during}`) })
+
+/** Writes a last message, half-closes, and waits (bounded) for it to leave. */
+const closeWith = (socket: Socket, data: Buffer | undefined) =>
+  Effect.async<void>((resume) => {
+    if (socket.destroyed) return resume(Effect.void)
+    const finish = () => {
+      socket.destroy()
+      resume(Effect.void)
+    }
+    socket.once("close", finish)
+    if (data === undefined) socket.end()
+    else socket.end(data)
+    return Effect.sync(() => socket.destroy())
+  }).pipe(Effect.timeout(CLOSE_FLUSH_TIMEOUT), Effect.ignore, Effect.ensuring(Effect.sync(() => socket.destroy())))
+
+const disconnect = (socket: Socket, message: string) => closeWith(socket, encodeLoginDisconnect(message))
+
+const formatBytes = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1048576 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`
+
+/**
+ * Bad input and vanished peers are everyday events (scanners, timeouts): one debug line with the reason.
+ * Anything else is a bug and is logged as an error with its cause; interruption (shutdown) is silent.
+ */
+const logConnectionFailure = (cause: Cause.Cause<unknown>) => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && !Cause.isDie(cause)) {
+    const error = failure.value
+    return Effect.logDebug(`connection closed: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return Effect.logError("connection failed unexpectedly", cause)
+}
+
+export class Session extends Effect.Service<Session>()("portal/Session", {
+  effect: Effect.gen(function* () {
+    const store = yield* ConfigStore
+    const router = yield* Router
+    const status = yield* StatusService
+    const backend = yield* Backend
+    const balancer = yield* Balancer
+    const forwarding = yield* Forwarding
+    const registry = yield* PlayerRegistry
+    const relay = yield* Relay
+
+    const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
+      Effect.gen(function* () {
+        const socket = connection.socket
+        const own: Peer = {
+          clientIp: normaliseIp(socket.remoteAddress),
+          clientPort: socket.remotePort ?? 0,
+          localIp: normaliseIp(socket.localAddress),
+          localPort: socket.localPort ?? 0
+        }
+        if (!snapshot.global.receive_proxy_protocol) return own
+        const header = yield* timed(
+          reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, (buffer) => {
+            const read = readProxyHeader(buffer)
+            if (read._tag === "Incomplete") return needMore
+            if (read._tag === "Invalid") return failParse(new ProtocolError(read.reason))
+            return done(read, read.length)
+          }),
+          "the PROXY protocol header"
+        )
+        if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
+        return {
+          clientIp: normaliseIp(header.source.address),
+          clientPort: header.source.port,
+          localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
+          localPort: header.destination?.port ?? own.localPort
+        }
+      })
+
+    const readOpening = (reader: SocketReader) =>
+      Effect.gen(function* () {
+        const opening = yield* timed(reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, parseOpening), "the handshake")
+        if (opening._tag !== "MaybeLegacyPing") return opening
+        // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive that make it something else.
+        const more = yield* reader
+          .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, (buffer) =>
+            buffer.length > (opening.ping._tag === "Beta" ? 1 : 2) ? parseOpening(buffer) : needMore
+          )
+          .pipe(Effect.timeout(LEGACY_PING_WAIT), Effect.option)
+        if (Option.isNone(more)) {
+          reader.takeBuffered()
+          return { _tag: "LegacyPing" as const, ping: opening.ping }
+        }
+        if (more.value._tag === "MaybeLegacyPing") return { _tag: "LegacyPing" as const, ping: more.value.ping }
+        return more.value
+      })
+
+    const preambleFor = (server: ServerDefinition, peer: Peer): Buffer | undefined =>
+      server.config.send_proxy_protocol
+        ? encodeProxyV2({ address: peer.clientIp, port: peer.clientPort }, { address: peer.localIp, port: peer.localPort })
+        : undefined
+
+    const answerLegacyPing = (connection: Connection, ping: LegacyPing, peer: Peer, snapshot: ConfigSnapshot) =>
+      Effect.gen(function* () {
+        const host = ping._tag === "V1_6" ? splitAddress(ping.host).host : ""
+        const server = host.length > 0 ? Option.getOrUndefined(router.resolveIn(snapshot, host)) : undefined
+        if (server === undefined && snapshot.global.unknown_domain_behavior === "drop") {
+          return yield* closeWith(connection.socket, undefined)
+        }
+        const handshake: Handshake = {
+          protocolVersion: LEGACY_STATUS_PROTOCOL,
+          address: ping._tag === "V1_6" ? ping.host : "",
+          port: ping._tag === "V1_6" ? ping.port : 25565,
+          nextState: NEXT_STATE_STATUS
+        }
+        const answer = yield* status.answer({
+          server,
+          state: "online",
+          handshake,
+          clientIp: peer.clientIp,
+          preamble: server === undefined ? undefined : preambleFor(server, peer)
+        })
+        yield* Effect.logDebug(`legacy ${ping._tag} ping for "${host}" answered (${answer.source})`)
+        yield* closeWith(connection.socket, encodeLegacyPingResponse(ping, toLegacyStatus(answer.json)))
+      })
+
+    const answerStatus = (
+      connection: Connection,
+      reader: SocketReader,
+      handshake: Handshake,
+      server: ServerDefinition | undefined,
+      peer: Peer
+    ) =>
+      Effect.gen(function* () {
+        yield* timed(reader.read("the status request", 64, packet(0x00, 16, () => undefined)), "the status request")
+        const answer = yield* status.answer({
+          server,
+          state: "online",
+          handshake,
+          clientIp: peer.clientIp,
+          preamble: server === undefined ? undefined : preambleFor(server, peer)
+        })
+        yield* writeAll(connection.socket, encodeStatusResponse(JSON.stringify(answer.json)))
+        yield* Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)
+        const ping = yield* timed(reader.read("the ping", 64, packet(0x01, 16, (body) => body)), "the ping").pipe(Effect.option)
+        yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
+      })
+
+    const login = (
+      connection: Connection,
+      reader: SocketReader,
+      handshake: Handshake,
+      server: ServerDefinition,
+      peer: Peer,
+      snapshot: ConfigSnapshot
+    ) =>
+      Effect.gen(function* () {
+        const client = connection.socket
+        const start = yield* timed(
+          reader.read(
+            "Login Start",
+            MAX_LOGIN_START_FRAME_BYTES,
+            packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, handshake.protocolVersion))
+          ),
+          "Login Start"
+        )
+        const player: LoginStart = start.value
+        const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+        yield* Effect.annotateCurrentSpan({ player: player.name })
+
+        if (!RAW_PROXY_MODES.includes(server.config.proxy_mode) && server.config.proxy_mode !== "offline") {
+          yield* Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`)
+          return yield* disconnect(client, MESSAGES.clientOnlyUnavailable)
+        }
+        if (forwardingModeOf(server, snapshot.global) === "modern") {
+          yield* Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`)
+          return yield* disconnect(client, MESSAGES.forwardingUnavailable)
+        }
+        const max = server.config.max_players
+        if (max > 0 && (yield* registry.countFor(server.id)) >= max) {
+          yield* Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`)
+          return yield* disconnect(client, MESSAGES.serverFull)
+        }
+        const session = yield* registry.register({
+          id: connection.id,
+          serverId: server.id,
+          clientAddress: peer.clientIp,
+          clientPort: peer.clientPort,
+          protocolVersion: handshake.protocolVersion,
+          name: player.name,
+          uuid: player.uuid
+        })
+
+        const dialed = yield* Effect.either(backend.connect(server, snapshot.global))
+        if (dialed._tag === "Left") {
+          yield* Effect.logWarning(`${who} could not join ${server.id}: ${dialed.left.message}`)
+          return yield* disconnect(client, server.config.disconnect_message)
+        }
+        const { socket: backendSocket, address } = dialed.right
+        const handshakeBytes = yield* Effect.either(
+          forwarding.backendHandshake({ server, global: snapshot.global, handshake, backend: address, clientIp: peer.clientIp, login: player })
+        )
+        if (handshakeBytes._tag === "Left") {
+          yield* Effect.logError(`${who} could not join ${server.id}: ${handshakeBytes.left.message}`)
+          return yield* disconnect(client, MESSAGES.forwardingUnavailable)
+        }
+        yield* balancer.track(server.id, address)
+        const preamble = preambleFor(server, peer)
+        const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
+        yield* writeAll(backendSocket, Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
+        yield* session.attachBackend(formatHostPort(address), {
+          bytesIn: () => client.bytesRead,
+          bytesOut: () => client.bytesWritten
+        })
+        yield* Effect.logInfo(`${who} joined ${server.id} via ${formatHostPort(address)}`)
+        const started = Date.now()
+        const outcome = yield* relay.passthrough(
+          client,
+          backendSocket,
+          relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
+        )
+        yield* Effect.logInfo(
+          `${who} left ${server.id} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
+            `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
+            `in ${formatBytes(client.bytesRead)}, out ${formatBytes(client.bytesWritten)})`
+        )
+      })
+
+    /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
+    const handle = (connection: Connection): Effect.Effect<void> => {
+      const socket = connection.socket
+      return Effect.gen(function* () {
+        const snapshot = yield* store.get
+        const reader = new SocketReader(socket)
+        const peer = yield* readPeer(connection, reader, snapshot)
+        yield* Effect.annotateLogsScoped({ ip: peer.clientIp })
+        const opening = yield* readOpening(reader)
+        switch (opening._tag) {
+          case "LegacyPing":
+            return yield* answerLegacyPing(connection, opening.ping, peer, snapshot)
+          case "LegacyLogin":
+            yield* Effect.logDebug("pre-1.7 login refused")
+            return yield* closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient))
+        }
+        const handshake = opening.handshake
+        const { host } = splitAddress(handshake.address)
+        const isStatus = handshake.nextState === NEXT_STATE_STATUS
+        const server = Option.getOrUndefined(router.resolveIn(snapshot, host))
+        if (server === undefined) {
+          if (snapshot.global.unknown_domain_behavior === "drop") {
+            yield* Effect.logDebug(`unknown domain "${host}": dropped`)
+            return yield* closeWith(socket, undefined)
+          }
+          if (isStatus) return yield* answerStatus(connection, reader, handshake, undefined, peer)
+          yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
+          return yield* disconnect(socket, MESSAGES.unknownDomain(host))
+        }
+        yield* Effect.annotateLogsScoped({ server: server.id })
+        if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
+        return yield* login(connection, reader, handshake, server, peer, snapshot)
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
+        Effect.ensuring(Effect.sync(() => socket.destroy())),
+        Effect.scoped,
+        Effect.annotateLogs({ conn: connection.id })
+      )
+    }
+
+    return { handle }
+  })
+}) {}

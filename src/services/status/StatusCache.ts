@@ -1,0 +1,52 @@
+/**
+ * The status cache: least recently used entries go first past `maxEntries`; an entry is fresh for `ttl` and
+ * kept afterwards as a stale fallback for when the backend fails. Time is passed in, so tests control it.
+ */
+
+export interface CachedStatus<A> {
+  readonly value: A
+  readonly storedAt: number
+}
+
+export class StatusCache<A> {
+  private readonly entries = new Map<string, CachedStatus<A>>()
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  /** The entry if it is younger than `ttlMs`; refreshes its recency. */
+  fresh(key: string, now: number, ttlMs: number): A | undefined {
+    const entry = this.touch(key)
+    return entry !== undefined && now - entry.storedAt < ttlMs ? entry.value : undefined
+  }
+
+  /** The entry whatever its age (the stale fallback). */
+  any(key: string): A | undefined {
+    return this.touch(key)?.value
+  }
+
+  set(key: string, value: A, now: number, maxEntries: number): void {
+    if (maxEntries <= 0) return
+    this.entries.delete(key)
+    this.entries.set(key, { value, storedAt: now })
+    while (this.entries.size > maxEntries) {
+      const oldest = this.entries.keys().next().value
+      if (oldest === undefined) break
+      this.entries.delete(oldest)
+    }
+  }
+
+  keys(): Array<string> {
+    return [...this.entries.keys()]
+  }
+
+  private touch(key: string): CachedStatus<A> | undefined {
+    const entry = this.entries.get(key)
+    if (entry !== undefined) {
+      this.entries.delete(key)
+      this.entries.set(key, entry)
+    }
+    return entry
+  }
+}
