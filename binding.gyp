@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "portal_splice",
+      "sources": ["native/splice.cc"],
+      "defines": ["NAPI_VERSION=8"],
+      "cflags_cc": ["-Wall", "-Wextra", "-O2"]
+    }
+  ]
+}

@@ -1,0 +1,226 @@
+/**
+ * zero_copy relay: once a connection is past the login phase, its bytes move between client and backend inside the
+ * kernel with splice(2) (the addon built from native/splice.cc), so they never cross into JavaScript. Linux only, and
+ * only when the addon was built at install; `spliceSupport()` tells whether it can be used.
+ */
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import type { Socket } from "node:net"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export interface SpliceStats {
+  /** Bytes relayed so far client -> backend. */
+  readonly clientToBackend: number
+  /** Bytes relayed so far backend -> client. */
+  readonly backendToClient: number
+  /** Date.now()-style ms timestamp of the last byte read from the client (the handoff time before any). */
+  readonly lastClientReadMs: number
+  /** Same for the backend. */
+  readonly lastBackendReadMs: number
+  /** Bytes read from the backend not yet written to the client (a growing value means the client stalls). */
+  readonly pendingToClient: number
+  /** Bytes read from the client not yet written to the backend. */
+  readonly pendingToBackend: number
+}
+
+export interface SpliceResult extends SpliceStats {
+  readonly reason: "client_closed" | "backend_closed" | "cancelled" | "error"
+  /** Error code or message when the end was an error rather than an end of stream. */
+  readonly error?: string
+}
+
+export interface SpliceSession {
+  readonly done: Promise<SpliceResult>
+  stats(): SpliceStats
+  /** Stops relaying; `done` resolves with reason "cancelled". Idempotent. */
+  cancel(): void
+}
+
+export type SpliceSupport = { readonly available: true } | { readonly available: false; readonly reason: string }
+
+/** What native/splice.cc exports; session handles are opaque. */
+interface Addon {
+  start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
+  stats(handle: object): SpliceStats
+  cancel(handle: object): void
+}
+
+/** The parts of Node's internal TCP handle (TCPWrap) used here. */
+interface TcpHandle {
+  readonly fd: number
+  readStop(): number
+}
+
+/** The nearest directory upwards with a package.json: the same from src/ (tests) and from dist/ (built). */
+const packageRoot = (): string | undefined => {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir
+    if (dirname(dir) === dir) return undefined
+  }
+}
+
+const loadAddon = (): { readonly addon: Addon } | { readonly reason: string } => {
+  if (process.platform !== "linux") return { reason: `splice(2) needs Linux, this is ${process.platform}` }
+  const root = packageRoot()
+  if (root === undefined) return { reason: "cannot find the package directory" }
+  const file = join(root, "build", "Release", "portal_splice.node")
+  if (!existsSync(file)) return { reason: `the addon was not built (no ${file}; run npm run install)` }
+  try {
+    return { addon: createRequire(import.meta.url)(file) as Addon }
+  } catch (error) {
+    return { reason: `the addon failed to load: ${error instanceof Error ? error.message : String(error)}` }
+  }
+}
+
+let loaded: ReturnType<typeof loadAddon> | undefined
+let support: SpliceSupport | undefined
+const addon = () => (loaded ??= loadAddon())
+
+/** Whether the addon loaded; the reason when not (not Linux, build failed, load error). Computed once. */
+export const spliceSupport = (): SpliceSupport =>
+  (support ??= (() => {
+    const result = addon()
+    return "addon" in result ? { available: true } : { available: false, reason: result.reason }
+  })())
+
+const tcpHandle = (socket: Socket): TcpHandle | undefined => {
+  const handle = (socket as unknown as { _handle?: (TcpHandle & object) | null })._handle
+  return handle?.constructor.name === "TCP" ? handle : undefined
+}
+
+const socketFd = (socket: Socket, side: string): number => {
+  const fd = tcpHandle(socket)?.fd
+  if (socket.destroyed || socket.connecting || fd === undefined || fd < 0)
+    throw new Error(`startSplice: the ${side} socket is not a connected TCP socket`)
+  // Decoded text cannot be turned back into the exact bytes that were buffered.
+  if (socket.readableEncoding !== null) throw new Error(`startSplice: the ${side} socket has an encoding set`)
+  return fd
+}
+
+/** Stops Node reading the socket for good and returns the bytes it had already buffered. */
+const takeOver = (socket: Socket): Buffer => {
+  socket.setTimeout(0)
+  socket.removeAllListeners("data")
+  socket.removeAllListeners("readable")
+  socket.pause()
+  // pause() leaves libuv reading into Node's buffer; readStop() stops it, and a no-op _read keeps Node from
+  // restarting it while the buffer is drained below.
+  socket._read = () => {}
+  tcpHandle(socket)?.readStop()
+  const chunks: Array<Buffer> = []
+  for (let chunk: Buffer | null; (chunk = socket.read() as Buffer | null) !== null; ) chunks.push(chunk)
+  return Buffer.concat(chunks)
+}
+
+/** Writes bytes taken from the other socket; returns how many were handed over (none once `socket` is ended). */
+const forward = (bytes: Buffer, socket: Socket): number => {
+  if (bytes.length === 0 || socket.writableEnded || socket.destroyed) return 0
+  socket.write(bytes)
+  return bytes.length
+}
+
+/** Resolves once everything written to `socket` so far has reached the kernel, or it can take nothing more. */
+const flushed = (socket: Socket): Promise<void> =>
+  new Promise((resolve) => {
+    if (socket.destroyed || socket.writableFinished || (socket.writableLength === 0 && !socket.writableEnded))
+      return resolve()
+    const settle = () => {
+      socket.off("close", settle)
+      socket.off("finish", settle)
+      resolve()
+    }
+    socket.once("close", settle)
+    if (socket.writableEnded) socket.once("finish", settle)
+    // Write callbacks run in order: this one once every earlier write is done (or failed).
+    else socket.write(Buffer.alloc(0), settle)
+  })
+
+const errorText = (error: Error): string => (error as NodeJS.ErrnoException).code ?? error.message
+
+/**
+ * Takes over two connected sockets after the caller has written whatever it needed to (handshake replay etc.).
+ * Stops Node reading both sockets, moves any bytes Node already buffered from one socket to the other, waits for
+ * pending writes to flush, then splices in the kernel until either side closes (EOF or error) or cancel().
+ * Bytes already in a pipe are flushed to their destination before closing when the destination is still writable.
+ * When done resolves, both sockets have been destroyed exactly once and no file descriptor opened by the addon is left
+ * open.
+ * Throws if spliceSupport() is not available.
+ *
+ * From the call on the relay owns both sockets: their 'data' and 'readable' listeners are removed and their timeouts
+ * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it.
+ */
+export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
+  const result = addon()
+  if (!("addon" in result)) throw new Error(`startSplice: zero_copy is unavailable: ${result.reason}`)
+  const native = result.addon
+  const clientFd = socketFd(client, "client")
+  const backendFd = socketFd(backend, "backend")
+  if (client === backend) throw new Error("startSplice: client and backend are the same socket")
+
+  const handoffMs = Date.now()
+  const early: SpliceStats = {
+    clientToBackend: forward(takeOver(client), backend),
+    backendToClient: forward(takeOver(backend), client),
+    lastClientReadMs: handoffMs,
+    lastBackendReadMs: handoffMs,
+    pendingToClient: 0,
+    pendingToBackend: 0
+  }
+  // Native counters start at zero: the bytes moved during the handoff count too.
+  const withEarly = <A extends SpliceStats>(stats: A): A => ({
+    ...stats,
+    clientToBackend: stats.clientToBackend + early.clientToBackend,
+    backendToClient: stats.backendToClient + early.backendToClient
+  })
+
+  let handle: object | undefined
+  let final: SpliceResult | undefined
+  let resolveDone: (result: SpliceResult) => void = () => {}
+  const done = new Promise<SpliceResult>((resolve) => (resolveDone = resolve))
+  const errors = new Map<Socket, string>()
+
+  const finish = (result: SpliceResult) => {
+    if (final !== undefined) return
+    final = result
+    client.destroy()
+    backend.destroy()
+    resolveDone(result)
+  }
+  const finishEarly = (reason: SpliceResult["reason"], error: string | undefined) =>
+    finish({ ...early, reason, ...(error === undefined ? {} : { error }) })
+
+  const cancel = () => {
+    if (final !== undefined) return
+    if (handle === undefined) return finishEarly("cancelled", undefined)
+    native.cancel(handle)
+  }
+
+  for (const socket of [client, backend]) {
+    // Without a listener an error would crash the process; the session reports it instead.
+    socket.on("error", (error) => errors.set(socket, errorText(error)))
+    socket.on("close", () => {
+      if (final !== undefined) return
+      if (handle !== undefined) native.cancel(handle)
+      else finishEarly(socket === client ? "client_closed" : "backend_closed", errors.get(socket))
+    })
+  }
+
+  void Promise.all([flushed(client), flushed(backend)]).then(() => {
+    if (final !== undefined) return
+    const closed = [client, backend].find((socket) => socket.destroyed)
+    if (closed !== undefined)
+      return finishEarly(closed === client ? "client_closed" : "backend_closed", errors.get(closed))
+    try {
+      handle = native.start(clientFd, backendFd, (result) => finish(withEarly(result)))
+    } catch (error) {
+      finishEarly("error", error instanceof Error ? error.message : String(error))
+    }
+  })
+
+  return {
+    done,
+    stats: () => final ?? (handle === undefined ? early : withEarly(native.stats(handle))),
+    cancel
+  }
+}

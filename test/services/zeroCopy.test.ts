@@ -1,0 +1,353 @@
+/** zero_copy relay on loopback: a backend server, a proxy that hands each connection to startSplice, and clients. */
+import { createHash, randomBytes } from "node:crypto"
+import { once } from "node:events"
+import { readdirSync } from "node:fs"
+import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net"
+import { afterEach, describe, expect, it } from "vitest"
+import { type SpliceSession, spliceSupport, startSplice } from "../../src/services/relay/zeroCopy.js"
+import { waitFor } from "../helpers/wait.js"
+
+const MiB = 1024 * 1024
+const support = spliceSupport()
+
+it("is available on Linux", () => {
+  if (process.platform === "linux") expect(support).toEqual({ available: true })
+  else expect(support.available).toBe(false)
+})
+
+/** Values promised by one event handler and awaited by another, by key. */
+class Rendezvous<K, V> {
+  private readonly waiting = new Map<K, { promise: Promise<V>; resolve: (value: V) => void }>()
+  private entry(key: K) {
+    let entry = this.waiting.get(key)
+    if (entry === undefined) {
+      let resolve: (value: V) => void = () => {}
+      const promise = new Promise<V>((r) => (resolve = r))
+      entry = { promise, resolve }
+      this.waiting.set(key, entry)
+    }
+    return entry
+  }
+  put(key: K, value: V) {
+    this.entry(key).resolve(value)
+  }
+  take(key: K): Promise<V> {
+    const { promise } = this.entry(key)
+    return promise.finally(() => this.waiting.delete(key))
+  }
+}
+
+interface Relayed {
+  /** The test's client connection to the proxy. */
+  readonly client: Socket
+  /** The backend server's end of the proxy's backend connection. */
+  readonly backend: Socket
+  /** The proxy's two sockets, owned by the session. */
+  readonly proxySockets: ReadonlyArray<Socket>
+  readonly session: SpliceSession
+}
+
+interface RelayOptions {
+  /** Written by the proxy to the backend before the handoff, like a replayed handshake. */
+  readonly replay?: Buffer
+  /** Written by the backend as soon as it accepts. */
+  readonly greeting?: Buffer
+  /** Runs in the proxy between connecting to the backend and startSplice. */
+  readonly beforeSplice?: (fromClient: Socket, toBackend: Socket) => Promise<void>
+}
+
+const servers: Array<Server> = []
+const sockets: Array<Socket> = []
+/** Test-side sockets see resets on purpose; the assertions look at what arrived and at the session. */
+const track = (...created: Array<Socket>) => {
+  for (const socket of created) socket.on("error", () => {})
+  sockets.push(...created)
+}
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy()
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))))
+})
+
+const listen = async (server: Server): Promise<number> => {
+  servers.push(server)
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  return (server.address() as AddressInfo).port
+}
+
+/** A backend and a proxy; `connect()` opens one client connection and returns once it is spliced. */
+const makeRelay = async (options: RelayOptions = {}) => {
+  const backends = new Rendezvous<number, Socket>()
+  const proxied = new Rendezvous<number, { session: SpliceSession; proxySockets: Array<Socket>; backendPort: number }>()
+  const backendPort = await listen(
+    createServer((socket) => {
+      track(socket)
+      if (options.greeting !== undefined) socket.write(options.greeting)
+      backends.put(socket.remotePort!, socket)
+    })
+  )
+  const proxyPort = await listen(
+    createServer(async (fromClient) => {
+      const toBackend = connect(backendPort, "127.0.0.1")
+      sockets.push(fromClient, toBackend)
+      await once(toBackend, "connect")
+      if (options.replay !== undefined) toBackend.write(options.replay)
+      await options.beforeSplice?.(fromClient, toBackend)
+      const session = startSplice(fromClient, toBackend)
+      const proxySockets = [fromClient, toBackend]
+      proxied.put(fromClient.remotePort!, { session, proxySockets, backendPort: toBackend.localPort! })
+    })
+  )
+  const connectClient = async (firstBytes?: Buffer): Promise<Relayed> => {
+    const client = connect(proxyPort, "127.0.0.1")
+    track(client)
+    if (firstBytes !== undefined) client.write(firstBytes)
+    await once(client, "connect")
+    const { session, proxySockets, backendPort: port } = await proxied.take(client.localPort!)
+    return { client, backend: await backends.take(port), proxySockets, session }
+  }
+  return { connect: connectClient }
+}
+
+/** Everything a socket receives until its peer ends or it closes. */
+const collect = (socket: Socket): Promise<Buffer> =>
+  new Promise((resolve) => {
+    const chunks: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.once("end", () => resolve(Buffer.concat(chunks)))
+    socket.once("close", () => resolve(Buffer.concat(chunks)))
+  })
+
+/** SHA-256 of the first `length` bytes a socket receives. */
+const digestOf = (socket: Socket, length: number): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const hash = createHash("sha256")
+    let received = 0
+    socket.on("data", (chunk: Buffer) => {
+      hash.update(chunk)
+      received += chunk.length
+      if (received === length) resolve(hash.digest("hex"))
+      if (received > length) reject(new Error(`received ${received} bytes, expected ${length}`))
+    })
+    socket.once("close", () => reject(new Error(`closed after ${received} of ${length} bytes`)))
+  })
+
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex")
+
+/** Writes chunks until stopped or the socket goes away, respecting backpressure. */
+const stream = (socket: Socket) => {
+  let running = true
+  const chunk = randomBytes(64 * 1024)
+  const pump = () => {
+    while (running && !socket.destroyed && socket.write(chunk));
+  }
+  socket.on("drain", pump)
+  pump()
+  return () => (running = false)
+}
+
+/** Resolves on 'close' whatever the error before it (events.once would reject on 'error'). */
+const closed = (socket: Socket) =>
+  new Promise<void>((resolve) => (socket.closed ? resolve() : socket.once("close", () => resolve())))
+
+const openFds = () => readdirSync("/proc/self/fd").length
+
+const unavailable = support.available ? undefined : support.reason
+describe.skipIf(unavailable !== undefined)(
+  unavailable === undefined ? "startSplice" : `startSplice (skipped: ${unavailable})`,
+  () => {
+    it("relays 64 MiB each way at once, with the replayed bytes first", { timeout: 60_000 }, async () => {
+      const replay = Buffer.from("handshake replay")
+      const relay = await makeRelay({ replay })
+      const { client, backend, session } = await relay.connect()
+      const up = randomBytes(64 * MiB)
+      const down = randomBytes(64 * MiB)
+      const expectedUp = sha256(Buffer.concat([replay, up]))
+      const atBackend = digestOf(backend, replay.length + up.length)
+      const atClient = digestOf(client, down.length)
+      client.write(up)
+      backend.write(down)
+      expect(await atBackend).toBe(expectedUp)
+      expect(await atClient).toBe(sha256(down))
+      client.end()
+      const result = await session.done
+      expect(result).toMatchObject({
+        reason: "client_closed",
+        clientToBackend: up.length,
+        backendToClient: down.length,
+        pendingToClient: 0,
+        pendingToBackend: 0
+      })
+      await closed(backend)
+    })
+
+    it("keeps bytes Node buffered before the handoff, in order", async () => {
+      const early = randomBytes(100 * 1024)
+      const greeting = randomBytes(50 * 1024)
+      const replay = Buffer.from("replayed")
+      const relay = await makeRelay({
+        replay,
+        greeting,
+        // Both sockets must hold unread bytes in Node's buffers when startSplice takes them over.
+        beforeSplice: async (fromClient, toBackend) => {
+          await waitFor(() => fromClient.readableLength > 0 && toBackend.readableLength > 0, { what: "buffered bytes" })
+        }
+      })
+      const { client, backend, session } = await relay.connect(early)
+      const late = Buffer.from("after the handoff")
+      const atBackend = digestOf(backend, replay.length + early.length + late.length)
+      const atClient = digestOf(client, greeting.length)
+      client.write(late)
+      expect(await atBackend).toBe(sha256(Buffer.concat([replay, early, late])))
+      expect(await atClient).toBe(sha256(greeting))
+      session.cancel()
+      expect(await session.done).toMatchObject({
+        reason: "cancelled",
+        clientToBackend: early.length + late.length,
+        backendToClient: greeting.length
+      })
+    })
+
+    it("ends when the backend closes, after delivering its last bytes", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session, proxySockets } = await relay.connect()
+      const received = collect(client)
+      backend.end("goodbye")
+      expect((await received).toString()).toBe("goodbye")
+      expect(await session.done).toMatchObject({ reason: "backend_closed", backendToClient: 7 })
+      expect(proxySockets.every((socket) => socket.destroyed)).toBe(true)
+    })
+
+    it("ends when the client closes, after delivering its last bytes", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const received = collect(backend)
+      client.end("bye")
+      expect((await received).toString()).toBe("bye")
+      expect(await session.done).toMatchObject({ reason: "client_closed", clientToBackend: 3 })
+      await closed(backend)
+    })
+
+    it("cancel() mid-transfer closes both sockets", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session, proxySockets } = await relay.connect()
+      const stop = stream(backend)
+      let received = 0
+      client.on("data", (chunk: Buffer) => (received += chunk.length))
+      await waitFor(() => received > 4 * MiB, { what: "bytes at the client" })
+      session.cancel()
+      session.cancel()
+      const result = await session.done
+      stop()
+      expect(result.reason).toBe("cancelled")
+      expect(result.backendToClient).toBeGreaterThan(4 * MiB)
+      expect(proxySockets.every((socket) => socket.destroyed)).toBe(true)
+      await Promise.all([closed(client), closed(backend)])
+    })
+
+    it("survives a reset by the client while the backend streams", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const stop = stream(backend)
+      let received = 0
+      client.on("data", (chunk: Buffer) => (received += chunk.length))
+      await waitFor(() => received > MiB, { what: "bytes at the client" })
+      client.resetAndDestroy()
+      const result = await session.done
+      stop()
+      expect(result.reason).toBe("client_closed")
+      await closed(backend)
+    })
+
+    it("survives a reset by the backend while the client streams", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const stop = stream(client)
+      let received = 0
+      backend.on("data", (chunk: Buffer) => (received += chunk.length))
+      await waitFor(() => received > MiB, { what: "bytes at the backend" })
+      backend.resetAndDestroy()
+      const result = await session.done
+      stop()
+      expect(result.reason).toBe("backend_closed")
+      await closed(client)
+    })
+
+    it("relays 200 sessions at once", { timeout: 30_000 }, async () => {
+      const relay = await makeRelay()
+      const one = async () => {
+        const { client, backend, session } = await relay.connect()
+        backend.pipe(backend)
+        const message = randomBytes(10 * 1024)
+        const echoed = digestOf(client, message.length)
+        client.write(message)
+        expect(await echoed).toBe(sha256(message))
+        client.end()
+        return session.done
+      }
+      const results = await Promise.all(Array.from({ length: 200 }, one))
+      const expected = { reason: "client_closed", clientToBackend: 10 * 1024, backendToClient: 10 * 1024 }
+      for (const result of results) expect(result).toMatchObject(expected)
+    })
+
+    it("reports growing counters, read times and bytes held for a client that does not read", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const startedMs = Date.now()
+      const stop = stream(backend)
+      const first = await waitFor(() => (session.stats().backendToClient > 0 ? session.stats() : undefined))
+      await waitFor(() => session.stats().backendToClient > first.backendToClient, { what: "growing counter" })
+      client.pause()
+      const stalled = await waitFor(() => (session.stats().pendingToClient > 0 ? session.stats() : undefined), {
+        what: "bytes held for the client"
+      })
+      expect(stalled.lastBackendReadMs).toBeGreaterThanOrEqual(startedMs - 1000)
+      expect(stalled.lastBackendReadMs).toBeLessThanOrEqual(Date.now())
+      client.write("ping")
+      await waitFor(() => session.stats().clientToBackend === 4, { what: "client bytes counted" })
+      expect(session.stats().lastClientReadMs).toBeGreaterThanOrEqual(stalled.lastClientReadMs)
+      stop()
+      client.resume()
+      session.cancel()
+      expect((await session.done).reason).toBe("cancelled")
+    })
+
+    it("cancels when the proxy destroys a spliced socket itself", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session, proxySockets } = await relay.connect()
+      proxySockets[0]!.destroy()
+      expect((await session.done).reason).toBe("cancelled")
+      await Promise.all([closed(client), closed(backend)])
+    })
+
+    it("refuses sockets it cannot splice", async () => {
+      const relay = await makeRelay()
+      const { proxySockets, session } = await relay.connect()
+      session.cancel()
+      await session.done
+      expect(() => startSplice(proxySockets[0]!, proxySockets[1]!)).toThrow(/not a connected TCP socket/)
+    })
+
+    it("leaves no file descriptor open", { timeout: 30_000 }, async () => {
+      const relay = await makeRelay()
+      const run = async (end: (relayed: Relayed) => void) => {
+        const relayed = await relay.connect()
+        const received = collect(relayed.backend)
+        relayed.client.write("data")
+        await waitFor(() => relayed.session.stats().clientToBackend === 4, { what: "relayed bytes" })
+        end(relayed)
+        await relayed.session.done
+        await received
+        await Promise.all([closed(relayed.client), closed(relayed.backend)])
+      }
+      await run(({ client }) => client.end()) // starts the relay thread, whose two fds stay
+      const before = openFds()
+      for (let i = 0; i < 10; i++) {
+        await run(({ client }) => client.end())
+        await run(({ backend }) => backend.resetAndDestroy())
+        await run(({ session }) => session.cancel())
+      }
+      await waitFor(() => openFds() <= before, { what: `open fds back to ${before}` })
+    })
+  }
+)
