@@ -8,14 +8,25 @@
 // One relay thread (started on first use, never joined) serves every session of the process with its own epoll set,
 // edge-triggered. Completion reaches JS through a thread-safe function per session, which keeps the event loop alive
 // only while its session relays.
+//
+// Closing lingers, so that closing a socket does not reset it: closing a TCP socket with unread input makes Linux
+// send RST instead of FIN, and a peer that gets RST may discard bytes it received but has not read yet (a backend's
+// final kick message). When one side reaches end of stream, it gets FIN at once and nothing more, its pipe flushes
+// into the other side, which then gets FIN too, and what the other side still sends is read and discarded until it
+// closes as well or the grace period ends.
+//
+// setKeepAlive() sets the TCP keepalive parameters Node cannot set (interval, count) on a socket fd.
 
 #include <node_api.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +34,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -34,9 +47,12 @@
 
 namespace {
 
-// How long a closing session keeps flushing its pipes toward a destination that does not read.
+// How long a closing session keeps flushing its pipes toward a destination that does not read, and reading a side
+// that does not close, counted from the first end.
 constexpr int64_t kFlushGraceMs = 2000;
 constexpr size_t kSpliceMax = 1 << 20;
+// Bytes discarded per recv() while lingering; with MSG_TRUNC, TCP does not even copy them.
+constexpr size_t kDiscardChunk = 64 * 1024;
 constexpr unsigned kSpliceFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 // Rounds of splicing a session gets per wake-up before the others get their turn.
 constexpr int kPumpBudget = 32;
@@ -70,6 +86,24 @@ const char* connectionErrorName(int error) {
     case ENETUNREACH: return "ENETUNREACH";
     case ENETDOWN: return "ENETDOWN";
     case EHOSTDOWN: return "EHOSTDOWN";
+    default: return nullptr;
+  }
+}
+
+// Node-style code of an errno a socket option call can fail with; null for others.
+const char* errnoName(int error) {
+  if (const char* name = connectionErrorName(error)) return name;
+  switch (error) {
+    case EBADF: return "EBADF";
+    case ENOTSOCK: return "ENOTSOCK";
+    case EINVAL: return "EINVAL";
+    case ENOPROTOOPT: return "ENOPROTOOPT";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EPERM: return "EPERM";
+    case EACCES: return "EACCES";
+    case EFAULT: return "EFAULT";
+    case ENOMEM: return "ENOMEM";
+    case ENOBUFS: return "ENOBUFS";
     default: return nullptr;
   }
 }
@@ -110,12 +144,21 @@ struct Result {
   Counters counters;
 };
 
+// What the relay does with a side's input.
+enum class Input {
+  Forward,  // into its pipe
+  Discard,  // read and dropped: the other side's peer is gone, but closing with unread input would reset
+  Done,     // not read: end of stream, error, or cancelled
+};
+
 // Relay-thread state of one session; its destructor closes the fds it owns.
 struct Session {
   std::shared_ptr<Shared> shared = std::make_shared<Shared>();
   int socket[2] = {-1, -1};               // dups of the client and backend fds
   int pipe[2][2] = {{-1, -1}, {-1, -1}};  // pipe[source side] = {read end, write end}
-  bool cantWrite[2] = {false, false};     // by destination side: it failed a write or ended in error
+  Input input[2] = {Input::Forward, Input::Forward};
+  bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
+  bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
   bool closing = false;
   Reason reason = Reason::Error;
   int error = 0;
@@ -288,6 +331,7 @@ class Relay {
       event.events = EPOLLIN | EPOLLOUT | EPOLLET;
       event.data.u64 = id;
       if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0) {
+        for (Input& input : session.input) input = Input::Done;
         beginClosing(session, Reason::Error, errno, 0);
         break;
       }
@@ -299,7 +343,9 @@ class Relay {
   void stop(uint64_t id) {
     auto found = sessions_.find(id);
     if (found == sessions_.end()) return;
-    beginClosing(*found->second, Reason::Cancelled, 0, 0);
+    Session& session = *found->second;
+    for (Input& input : session.input) input = Input::Done;
+    beginClosing(session, Reason::Cancelled, 0, 0);
     pump(id);
   }
 
@@ -312,18 +358,27 @@ class Relay {
     for (int round = 0; round < kPumpBudget; ++round) {
       bool moved = false;
       for (int side : {kClient, kBackend}) {
-        moved |= fill(session, side);
+        moved |= intake(session, side);
         moved |= drain(session, side);
       }
-      if (session.closing && flushed(session)) return finish(id);
+      halfClose(session);
+      if (session.closing && finished(session)) return finish(id);
       if (!moved) return;
     }
     again_.push_back(id);
   }
 
+  bool intake(Session& session, int side) {
+    switch (session.input[side]) {
+      case Input::Forward: return fill(session, side);
+      case Input::Discard: return discard(session, side);
+      case Input::Done: return false;
+    }
+    return false;
+  }
+
   // Source socket -> its pipe. Returns whether anything changed.
   bool fill(Session& session, int side) {
-    if (session.closing) return false;
     ssize_t n = splice(session.socket[side], nullptr, session.pipe[side][1], nullptr, kSpliceMax, kSpliceFlags);
     if (n > 0) {
       Shared& shared = *session.shared;
@@ -332,6 +387,16 @@ class Relay {
       shared.lastReadMs[side].store(clockMs(CLOCK_REALTIME), std::memory_order_relaxed);
       return true;
     }
+    if (n < 0 && errno == EAGAIN) return false;
+    if (n < 0 && errno == EINTR) return true;
+    ended(session, side, n == 0 ? 0 : errno);
+    return true;
+  }
+
+  // Source socket -> nowhere, neither counted nor copied. Returns whether anything changed.
+  bool discard(Session& session, int side) {
+    ssize_t n = recv(session.socket[side], discarded_, kDiscardChunk, MSG_TRUNC | MSG_DONTWAIT);
+    if (n > 0) return true;
     if (n < 0 && errno == EAGAIN) return false;
     if (n < 0 && errno == EINTR) return true;
     ended(session, side, n == 0 ? 0 : errno);
@@ -356,16 +421,44 @@ class Relay {
     return true;
   }
 
-  // `side` reached end of stream (error 0) or failed; a side in error takes no more bytes either.
+  // `side` reached end of stream (error 0) or failed.
   void ended(Session& session, int side, int error) {
-    if (error != 0) session.cantWrite[side] = true;
+    int other = 1 - side;
+    session.input[side] = Input::Done;
+    if (error != 0) {
+      // Nothing left to be polite to: no more reading at all, and a side in error takes no more bytes either.
+      session.cantWrite[side] = true;
+      session.input[other] = Input::Done;
+    } else {
+      session.eof[side] = true;
+      if (!session.closing) {
+        // The first end: its peer is gone, so the bytes toward it are dropped and it gets FIN now; the other side
+        // is still read, into nowhere, so that closing it later does not reset it.
+        shutdownWrite(session, side);
+        if (session.input[other] == Input::Forward) session.input[other] = Input::Discard;
+      }
+    }
     Reason reason = side == kClient ? Reason::ClientClosed : Reason::BackendClosed;
     if (error != 0 && connectionErrorName(error) == nullptr) reason = Reason::Error;
     beginClosing(session, reason, error, kFlushGraceMs);
   }
 
-  // Stops reading; the pipes flush until the deadline. The first end names the reason, later ones can only shorten
-  // the flush.
+  // FIN to the peer of `side` after what its socket already holds; nothing more is written to it.
+  static void shutdownWrite(Session& session, int side) {
+    if (session.cantWrite[side]) return;
+    shutdown(session.socket[side], SHUT_WR);
+    session.cantWrite[side] = true;
+  }
+
+  // A side whose source ended cleanly gets FIN after the last byte of its pipe.
+  static void halfClose(Session& session) {
+    for (int side : {kClient, kBackend})
+      if (session.eof[side] && session.shared->pending[side].load(std::memory_order_relaxed) == 0)
+        shutdownWrite(session, 1 - side);
+  }
+
+  // The pipes flush and lingering sides are read until the deadline. The first end names the reason, later ones can
+  // only shorten the deadline.
   void beginClosing(Session& session, Reason reason, int error, int64_t graceMs) {
     int64_t deadline = clockMs(CLOCK_MONOTONIC) + graceMs;
     uint64_t id = session.shared->id;
@@ -379,8 +472,10 @@ class Relay {
     closing_[id] = deadline;
   }
 
-  static bool flushed(const Session& session) {
+  // Nothing left to read, nothing left to write.
+  static bool finished(const Session& session) {
     for (int side : {kClient, kBackend}) {
+      if (session.input[side] != Input::Done) return false;
       bool empty = session.shared->pending[side].load(std::memory_order_relaxed) == 0;
       if (!empty && !session.cantWrite[1 - side]) return false;
     }
@@ -402,6 +497,9 @@ class Relay {
     closing_.erase(id);
     // Node still holds the same sockets, so closing our dups alone would leave them registered here.
     for (int fd : session->socket) epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    // Sides still writable (a cancel, the healthy side after an error, an expired deadline) get FIN after what they
+    // accepted, rather than whatever closing the last fd would send.
+    for (int side : {kClient, kBackend}) shutdownWrite(*session, side);
     std::shared_ptr<Shared> shared = session->shared;
     auto result = std::make_unique<Result>(Result{session->reason, session->error, shared->counters()});
     session.reset();  // closes the dups and the pipes before JS hears of it
@@ -416,6 +514,7 @@ class Relay {
   std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
   std::map<uint64_t, int64_t> closing_;  // id -> monotonic flush deadline
   std::vector<uint64_t> again_;
+  char discarded_[kDiscardChunk];  // never read: MSG_TRUNC leaves it untouched on TCP
 };
 
 std::atomic<uint64_t> nextId{kWakeId + 1};
@@ -563,6 +662,76 @@ napi_value Cancel(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// ---- TCP keepalive -------------------------------------------------------------------------------------------------
+
+// `value` as an integer in [min, INT_MAX]; false when it is not one (the caller throws).
+bool intArgument(napi_env env, napi_value value, int min, int& out) {
+  double number;
+  if (napi_get_value_double(env, value, &number) != napi_ok || !std::isfinite(number) || number != std::trunc(number) ||
+      number < min || number > INT_MAX)
+    return false;
+  out = int(number);
+  return true;
+}
+
+// Parses `count` integer arguments, the first an fd (>= 0), the others >= 1; throws a TypeError when they are not.
+bool intArguments(napi_env env, napi_callback_info info, size_t count, int* out, const char* usage) {
+  napi_value args[4];
+  size_t argc = 4;
+  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  bool valid = argc >= count;
+  for (size_t i = 0; valid && i < count; ++i) valid = intArgument(env, args[i], i == 0 ? 0 : 1, out[i]);
+  if (!valid) napi_throw_type_error(env, nullptr, usage);
+  return valid;
+}
+
+// An Error whose code is the errno name, as Node's own errors have.
+napi_value throwErrno(napi_env env, const char* call, int error) {
+  const char* name = errnoName(error);
+  std::string code = name != nullptr ? name : "errno " + std::to_string(error);
+  std::string message = std::string(call) + ": " + code + " (" + strerror(error) + ")";
+  napi_throw_error(env, code.c_str(), message.c_str());
+  return nullptr;
+}
+
+// setKeepAlive(fd, idleSeconds, intervalSeconds, count): SO_KEEPALIVE on, with TCP_KEEPIDLE, TCP_KEEPINTVL and
+// TCP_KEEPCNT, none of which Node sets but the idle time.
+napi_value SetKeepAlive(napi_env env, napi_callback_info info) {
+  int v[4];
+  if (!intArguments(env, info, 4, v, "expected (fd, idleSeconds, intervalSeconds, count), positive integers"))
+    return nullptr;
+  const int one = 1;
+  const std::pair<int, int> options[] = {{SOL_SOCKET, SO_KEEPALIVE}, {IPPROTO_TCP, TCP_KEEPIDLE},
+                                         {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
+  const int* values[] = {&one, &v[1], &v[2], &v[3]};
+  for (size_t i = 0; i < 4; ++i)
+    if (setsockopt(v[0], options[i].first, options[i].second, values[i], sizeof(int)) != 0)
+      return throwErrno(env, "setKeepAlive", errno);
+  return nullptr;
+}
+
+// getKeepAliveDiagnostic(fd) -> { enabled, idle, interval, count }: what the kernel holds, for tests and diagnostics.
+napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  const std::pair<int, int> options[] = {{SOL_SOCKET, SO_KEEPALIVE}, {IPPROTO_TCP, TCP_KEEPIDLE},
+                                         {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
+  int values[4];
+  for (size_t i = 0; i < 4; ++i) {
+    socklen_t length = sizeof(int);
+    if (getsockopt(fd, options[i].first, options[i].second, &values[i], &length) != 0)
+      return throwErrno(env, "getKeepAliveDiagnostic", errno);
+  }
+  napi_value object, enabled;
+  napi_create_object(env, &object);
+  napi_get_boolean(env, values[0] != 0, &enabled);
+  napi_set_named_property(env, object, "enabled", enabled);
+  setNumber(env, object, "idle", values[1]);
+  setNumber(env, object, "interval", values[2]);
+  setNumber(env, object, "count", values[3]);
+  return object;
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT() {
@@ -570,7 +739,10 @@ NAPI_MODULE_INIT() {
       {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
+       nullptr},
   };
-  napi_define_properties(env, exports, 3, properties);
+  napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;
 }

@@ -1,6 +1,12 @@
 /** Building packets: fields appended in order, framed with a VarInt length at the end. */
 import { encodeVarInt } from "./varint.js"
 
+/**
+ * A frame of 254 bytes starts `FE 01`, which servers that detect legacy pings carelessly take for a 1.4 ping.
+ * Its length is then written as the equally valid three-byte VarInt `FE 81 00`.
+ */
+export const frameLength = (length: number): Buffer => (length === 254 ? Buffer.from([0xfe, 0x81, 0x00]) : encodeVarInt(length))
+
 export class PacketWriter {
   private readonly parts: Array<Buffer> = []
 
@@ -47,6 +53,6 @@ export class PacketWriter {
   /** The packet framed as `VarInt length | packetId | fields`. */
   frame(packetId: number): Buffer {
     const body = Buffer.concat([encodeVarInt(packetId), ...this.parts])
-    return Buffer.concat([encodeVarInt(body.length), body])
+    return Buffer.concat([frameLength(body.length), body])
   }
 }

@@ -9,6 +9,7 @@ import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { Balancer } from "./Balancer.js"
+import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
 
 export interface AttemptFailure {
   readonly address: string
@@ -57,6 +58,13 @@ const describeError = (error: unknown): string => {
   return String(error)
 }
 
+/** `[keepalive]` in the form the socket layer takes. */
+export const keepaliveParams = (global: GlobalConfig): KeepaliveParams => ({
+  idleMs: Duration.toMillis(global.keepalive.time),
+  intervalMs: Duration.toMillis(global.keepalive.interval),
+  count: global.keepalive.retries
+})
+
 export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig): Duration.Duration =>
   server.config.timeouts.connect ?? global.connect_timeout
 
@@ -90,7 +98,8 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
           )
           if (attempt._tag === "Right") {
             const socket = attempt.right
-            socket.on("error", () => {}) // errors surface through the relay's pipeline
+            socket.on("error", () => {}) // errors surface through the relay
+            applyKeepalive(socket, keepaliveParams(global))
             yield* balancer.reportSuccess(server.id, address)
             return { socket, address }
           }

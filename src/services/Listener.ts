@@ -6,7 +6,10 @@
 import { Data, Duration, Effect, FiberSet, Stream } from "effect"
 import * as net from "node:net"
 import { formatHostPort } from "../schema/HostPort.js"
+import type { GlobalConfig } from "../schema/GlobalConfig.js"
+import { keepaliveParams } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
+import { applyKeepalive } from "./native/keepalive.js"
 import { Session } from "./Session.js"
 
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly address: string; readonly reason: string }> {
@@ -26,30 +29,28 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
     const store = yield* ConfigStore
     const session = yield* Session
     const snapshot = yield* store.get
-    const { bind, keepalive } = snapshot.global
+    const { bind } = snapshot.global
     const fibers = yield* FiberSet.make<void, never>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
     let nextId = 0
 
-    const server = net.createServer({
-      pauseOnConnect: true,
-      noDelay: true,
-      keepAlive: true,
-      keepAliveInitialDelay: Duration.toMillis(keepalive.time)
-    })
-    const applyLimits = (maxConnections: number) => {
+    const server = net.createServer({ pauseOnConnect: true, noDelay: true })
+    let keepalive = keepaliveParams(snapshot.global)
+    const applyLimits = (global: GlobalConfig) => {
       // Node closes a connection over the cap at once; 0 means no cap.
-      server.maxConnections = maxConnections > 0 ? maxConnections : Number.MAX_SAFE_INTEGER
+      server.maxConnections = global.max_connections > 0 ? global.max_connections : Number.MAX_SAFE_INTEGER
+      keepalive = keepaliveParams(global)
     }
-    applyLimits(snapshot.global.max_connections)
+    applyLimits(snapshot.global)
     yield* store.changes.pipe(
-      Stream.runForEach((next) => Effect.sync(() => applyLimits(next.global.max_connections))),
+      Stream.runForEach((next) => Effect.sync(() => applyLimits(next.global))),
       Effect.forkScoped
     )
 
     server.on("connection", (socket: net.Socket) => {
       // A socket must always have an error listener, or a reset between two reads would crash the process.
       socket.on("error", () => {})
+      applyKeepalive(socket, keepalive)
       runFork(session.handle({ id: ++nextId, socket }))
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
@@ -78,7 +79,8 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
         if (live > 0) {
           const grace = shutdownGrace()
           yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
-          yield* FiberSet.awaitEmpty(fibers).pipe(Effect.timeoutOption(grace))
+          // Finalizers run uninterruptibly; the wait must be interruptible or the timeout could never end it.
+          yield* FiberSet.awaitEmpty(fibers).pipe(Effect.interruptible, Effect.timeoutOption(grace))
         }
       })
     )

@@ -1,12 +1,12 @@
 /**
- * Relay: moves bytes between a player and a backend after the handshake, with Node stream `pipeline` both ways
- * (backpressure holds; no Effect per chunk). Both sockets close when either side ends: the other direction gets a
- * short linger to deliver what is in flight (a backend's kick message, say), then both are destroyed.
+ * Relay: moves bytes between a player and a backend after the handshake with Node streams both ways (backpressure
+ * holds; no Effect per chunk), or in the kernel with splice(2) for `zero_copy`. Both sockets close when either
+ * side ends, after the bytes in flight (a backend's kick message, say) have been delivered.
  * One watchdog timer for all sessions enforces the backend `read` and `write` timeouts.
  */
 import { Duration, Effect } from "effect"
 import type { Socket } from "node:net"
-import { pipeline } from "node:stream"
+import { type SpliceResult, spliceSupport, startSplice } from "./relay/zeroCopy.js"
 
 export type RelayEnd = "client_closed" | "backend_closed" | "read_timeout" | "write_timeout" | "error" | "interrupted"
 
@@ -15,36 +15,64 @@ export interface RelayOutcome {
   readonly error?: string
 }
 
+/** Bytes from and to the player over the whole connection, readable at any time. */
+export interface ByteMeter {
+  readonly bytesIn: () => number
+  readonly bytesOut: () => number
+}
+
 export interface RelayTimeouts {
   readonly readMs: number
   readonly writeMs: number
 }
 
-/** How long the second direction may run after the first ended cleanly. */
+/** How long the other side may go on after one side ended cleanly. */
 export const LINGER_MS = 2_000
 const WATCHDOG_PERIOD_MS = 1_000
 
+const discard = () => {}
+
+/** What the watchdog reads of one relayed backend connection. */
+interface BackendProgress {
+  /** Total bytes read from the backend so far. */
+  readonly bytesRead: () => number
+  /** Bytes written to the backend so far, and whether more are waiting behind a full buffer. */
+  readonly bytesWritten: () => number
+  readonly writeBlocked: () => boolean
+}
+
 interface Watched {
-  readonly backend: Socket
+  readonly progress: BackendProgress
   readonly timeouts: RelayTimeouts
   lastBytesRead: number
   lastReadAt: number
-  /** When the backend's write buffer was last seen full without a drain since. */
-  stalledSince: number | undefined
+  lastBytesWritten: number
+  /** When writes were first seen blocked with no progress since. */
+  blockedSince: number | undefined
   readonly onTimeout: (end: "read_timeout" | "write_timeout") => void
 }
 
-/** One timer for every relayed session: checks idle reads and stalled writes on the backend sockets. */
+/** One timer for every relayed session: checks idle reads and stalled writes on the backend side. */
 export class RelayWatchdog {
   private readonly watched = new Set<Watched>()
   private timer: NodeJS.Timeout | undefined
 
-  add(entry: Watched): void {
+  add(progress: BackendProgress, timeouts: RelayTimeouts, onTimeout: Watched["onTimeout"], now = Date.now()): Watched {
+    const entry: Watched = {
+      progress,
+      timeouts,
+      lastBytesRead: progress.bytesRead(),
+      lastReadAt: now,
+      lastBytesWritten: progress.bytesWritten(),
+      blockedSince: undefined,
+      onTimeout
+    }
     this.watched.add(entry)
     if (this.timer === undefined) {
       this.timer = setInterval(() => this.sweep(Date.now()), WATCHDOG_PERIOD_MS)
       this.timer.unref()
     }
+    return entry
   }
 
   delete(entry: Watched): void {
@@ -61,23 +89,29 @@ export class RelayWatchdog {
 
   sweep(now: number): void {
     for (const entry of this.watched) {
-      const { backend, timeouts } = entry
-      if (backend.bytesRead !== entry.lastBytesRead) {
-        entry.lastBytesRead = backend.bytesRead
+      const { progress, timeouts } = entry
+      const read = progress.bytesRead()
+      if (read !== entry.lastBytesRead) {
+        entry.lastBytesRead = read
         entry.lastReadAt = now
       } else if (now - entry.lastReadAt >= timeouts.readMs) {
         entry.onTimeout("read_timeout")
         continue
       }
-      if (backend.writableNeedDrain) {
-        entry.stalledSince ??= now
-        if (now - entry.stalledSince >= timeouts.writeMs) entry.onTimeout("write_timeout")
+      const written = progress.bytesWritten()
+      if (!progress.writeBlocked() || written !== entry.lastBytesWritten) {
+        entry.lastBytesWritten = written
+        entry.blockedSince = progress.writeBlocked() ? now : undefined
       } else {
-        entry.stalledSince = undefined
+        entry.blockedSince ??= now
+        if (now - entry.blockedSince >= timeouts.writeMs) entry.onTimeout("write_timeout")
       }
     }
   }
 }
+
+const spliceEnd = (result: SpliceResult): RelayEnd =>
+  result.reason === "cancelled" ? "interrupted" : result.reason === "error" ? "error" : result.reason
 
 export class Relay extends Effect.Service<Relay>()("portal/Relay", {
   effect: Effect.sync(() => {
@@ -86,54 +120,129 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
     /**
      * Relays until either side ends; resolves with why. Interrupting it destroys both sockets.
      * The caller has already written the handshake (and Login Start) to the backend.
+     *
+     * Node's `pipe` moves the bytes with backpressure; ends and errors are handled here rather than by
+     * `stream.pipeline`, which destroys both sockets on the first error: when side X ends, Y gets FIN after the
+     * last byte, Y's input is read and dropped until Y closes or the linger ends, and only then are both destroyed.
+     * Closing a socket with unread input sends RST, and a Windows client drops a kick message it got before an RST.
      */
-    const passthrough = (client: Socket, backend: Socket, timeouts: RelayTimeouts): Effect.Effect<RelayOutcome> =>
+    const passthrough = (
+      client: Socket,
+      backend: Socket,
+      timeouts: RelayTimeouts,
+      onMeter: (meter: ByteMeter) => void = discard
+    ): Effect.Effect<RelayOutcome> =>
       Effect.async<RelayOutcome>((resume) => {
+        onMeter({ bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten })
         let finished = false
         let firstEnd: RelayEnd | undefined
         let lingerTimer: NodeJS.Timeout | undefined
-        let directionsDone = 0
 
         const finish = (end: RelayEnd, error?: Error) => {
           if (finished) return
           finished = true
           clearTimeout(lingerTimer)
           watchdog.delete(watched)
-          client.destroy()
-          backend.destroy()
+          client.off("end", onClientEnd)
+          backend.off("end", onBackendEnd)
+          for (const socket of [client, backend]) {
+            socket.off("error", onError).off("close", onClose)
+            socket.unpipe()
+            socket.destroy()
+          }
           resume(Effect.succeed(error === undefined ? { end } : { end, error: error.message }))
         }
 
-        const directionDone = (end: RelayEnd) => (error: Error | null | undefined) => {
-          directionsDone += 1
-          if (finished) return
-          if (firstEnd === undefined) {
-            if (error) return finish("error", error)
-            firstEnd = end
-            if (directionsDone === 2) return finish(end)
-            lingerTimer = setTimeout(() => finish(end), LINGER_MS)
-            lingerTimer.unref()
-            return
-          }
-          // The second direction after a clean first end: errors here (EPIPE on a closed peer) are expected.
-          finish(firstEnd)
+        /** `from` sent FIN: pass it on after the bytes in flight, drain the other side, and linger. */
+        const ended = (from: Socket, to: Socket, end: RelayEnd) => {
+          if (firstEnd !== undefined) return finish(firstEnd)
+          firstEnd = end
+          to.unpipe(from)
+          to.end()
+          to.on("data", discard)
+          to.resume()
+          lingerTimer = setTimeout(() => finish(end), LINGER_MS)
+          lingerTimer.unref()
         }
+        const onClientEnd = () => ended(client, backend, "client_closed")
+        const onBackendEnd = () => ended(backend, client, "backend_closed")
+        // After a clean end, a reset of the lingering side is expected and not reported as an error.
+        const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
+        const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
 
-        const watched: Watched = {
-          backend,
+        const watched = watchdog.add(
+          {
+            bytesRead: () => backend.bytesRead,
+            bytesWritten: () => backend.bytesWritten - backend.writableLength,
+            writeBlocked: () => backend.writableNeedDrain
+          },
           timeouts,
-          lastBytesRead: backend.bytesRead,
-          lastReadAt: Date.now(),
-          stalledSince: undefined,
-          onTimeout: (end) => finish(end)
-        }
-        watchdog.add(watched)
-        pipeline(client, backend, directionDone("client_closed"))
-        pipeline(backend, client, directionDone("backend_closed"))
+          (end) => finish(end)
+        )
+        client.once("end", onClientEnd)
+        backend.once("end", onBackendEnd)
+        for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
+        client.pipe(backend, { end: false })
+        backend.pipe(client, { end: false })
         return Effect.sync(() => finish("interrupted"))
       })
 
-    return { passthrough, watchdog }
+    /**
+     * Hands both sockets to the splice(2) addon. Interrupting it cancels the splice and waits until the addon has
+     * let go of the descriptors and both sockets are destroyed.
+     */
+    const zeroCopy = (
+      client: Socket,
+      backend: Socket,
+      timeouts: RelayTimeouts,
+      onMeter: (meter: ByteMeter) => void = discard
+    ): Effect.Effect<RelayOutcome> =>
+      Effect.async<RelayOutcome>((resume) => {
+        // Bytes Node read but did not deliver yet are moved (and counted) by the addon: count them once.
+        const inBefore = client.bytesRead - client.readableLength
+        const outBefore = client.bytesWritten
+        const session = startSplice(client, backend)
+        let final: SpliceResult | undefined
+        onMeter({
+          bytesIn: () => inBefore + (final ?? session.stats()).clientToBackend,
+          bytesOut: () => outBefore + (final ?? session.stats()).backendToClient
+        })
+        let timedOut: RelayEnd | undefined
+        const watched = watchdog.add(
+          {
+            // The addon reports the time of the last read, not a count: turn it into a counter that moves with it.
+            bytesRead: () => session.stats().lastBackendReadMs,
+            bytesWritten: () => {
+              const stats = session.stats()
+              return stats.clientToBackend - stats.pendingToBackend
+            },
+            writeBlocked: () => session.stats().pendingToBackend > 0
+          },
+          timeouts,
+          (end) => {
+            timedOut ??= end
+            session.cancel()
+          }
+        )
+        void session.done.then((result) => {
+          final = result
+          watchdog.delete(watched)
+          const end = timedOut ?? spliceEnd(result)
+          resume(Effect.succeed(result.error !== undefined && timedOut === undefined ? { end, error: result.error } : { end }))
+        })
+        return Effect.promise(() => {
+          session.cancel()
+          return session.done
+        })
+      })
+
+    return {
+      passthrough,
+      zeroCopy,
+      /** Whether zero_copy can really splice here; servers asking for it relay as passthrough otherwise. */
+      zeroCopySupport: spliceSupport,
+      watchdog
+    }
   })
 }) {}
 

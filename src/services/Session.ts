@@ -12,6 +12,7 @@ import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import { RAW_PROXY_MODES } from "../schema/ServerConfig.js"
 import { readFrame } from "../protocol/frame.js"
+import { readVarInt } from "../protocol/varint.js"
 import {
   decodeHandshakeBody,
   type Handshake,
@@ -29,7 +30,7 @@ import { Balancer } from "./Balancer.js"
 import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
 import { Forwarding, forwardingModeOf } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
-import { Relay, relayTimeouts } from "./Relay.js"
+import { type ByteMeter, Relay, relayTimeouts } from "./Relay.js"
 import { Router } from "./Router.js"
 import { MESSAGES } from "./session/messages.js"
 import { done, failParse, needMore, type Parse, SocketReader, writeAll } from "./session/SocketReader.js"
@@ -88,6 +89,11 @@ const parseOpening = (buffer: Buffer): Parse<Opening> => {
     case "MaybePing":
       return done({ _tag: "MaybeLegacyPing", ping: legacy.ping }, 0)
     case "Modern": {
+      // Reject as soon as the packet id shows this is no handshake, instead of waiting for a frame that never ends.
+      const length = readVarInt(buffer)
+      if (length._tag === "Value" && buffer.length > length.size && buffer[length.size] !== 0x00) {
+        return failParse(new ProtocolError(`expected a handshake, got packet ${buffer[length.size]}`))
+      }
       const frame = readFrame(buffer, 0, MAX_HANDSHAKE_FRAME_BYTES)
       if (frame._tag === "Incomplete") return needMore
       if (frame._tag === "Invalid") return failParse(new ProtocolError(`bad handshake: ${frame.reason}`))
@@ -324,21 +330,22 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         const preamble = preambleFor(server, peer)
         const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
         yield* writeAll(backendSocket, Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
-        yield* session.attachBackend(formatHostPort(address), {
-          bytesIn: () => client.bytesRead,
-          bytesOut: () => client.bytesWritten
-        })
-        yield* Effect.logInfo(`${who} joined ${server.id} via ${formatHostPort(address)}`)
+        let meter: ByteMeter = { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }
+        yield* session.attachBackend(formatHostPort(address), { bytesIn: () => meter.bytesIn(), bytesOut: () => meter.bytesOut() })
+        const spliced = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
+        yield* Effect.logInfo(`${who} joined ${server.id} via ${formatHostPort(address)}${spliced ? " (zero_copy)" : ""}`)
         const started = Date.now()
-        const outcome = yield* relay.passthrough(
-          client,
-          backendSocket,
-          relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
-        )
+        const timeouts = relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
+        const useMeter = (next: ByteMeter) => {
+          meter = next
+        }
+        const outcome = yield* spliced
+          ? relay.zeroCopy(client, backendSocket, timeouts, useMeter)
+          : relay.passthrough(client, backendSocket, timeouts, useMeter)
         yield* Effect.logInfo(
           `${who} left ${server.id} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
             `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
-            `in ${formatBytes(client.bytesRead)}, out ${formatBytes(client.bytesWritten)})`
+            `in ${formatBytes(meter.bytesIn())}, out ${formatBytes(meter.bytesOut())})`
         )
       })
 

@@ -129,3 +129,13 @@ describe("small packets", () => {
     expect(encodePongFromBody(hex("0102030405060708"))).toEqual(hex("09 01 0102030405060708"))
   })
 })
+
+describe("frame lengths", () => {
+  it("a 254-byte frame is written FE 81 00 so that it cannot look like a legacy ping; it decodes the same", async () => {
+    const { frameLength } = await import("../../src/protocol/PacketWriter.js")
+    expect(frameLength(254)).toEqual(hex("fe8100"))
+    expect(readVarInt(hex("fe8100"))).toEqual({ _tag: "Value", value: 254, size: 3 })
+    expect(frameLength(253)).toEqual(hex("fd01"))
+    expect(frameLength(300)).toEqual(encodeVarInt(300))
+  })
+})

@@ -98,8 +98,8 @@ const makeRelay = async (options: RelayOptions = {}) => {
       proxied.put(fromClient.remotePort!, { session, proxySockets, backendPort: toBackend.localPort! })
     })
   )
-  const connectClient = async (firstBytes?: Buffer): Promise<Relayed> => {
-    const client = connect(proxyPort, "127.0.0.1")
+  const connectClient = async (firstBytes?: Buffer, { allowHalfOpen = false } = {}): Promise<Relayed> => {
+    const client = connect({ port: proxyPort, host: "127.0.0.1", allowHalfOpen })
     track(client)
     if (firstBytes !== undefined) client.write(firstBytes)
     await once(client, "connect")
@@ -145,6 +145,32 @@ const stream = (socket: Socket) => {
   pump()
   return () => (running = false)
 }
+
+/** Writes 1 KiB every millisecond, like a game client, until stopped, closed, or ended (unless half-open). */
+const chatter = (socket: Socket) => {
+  const kib = randomBytes(1024)
+  const timer = setInterval(() => {
+    if (!socket.writableEnded && !socket.destroyed) socket.write(kib)
+  }, 1)
+  const stop = () => clearInterval(timer)
+  if (!socket.allowHalfOpen) socket.once("end", stop)
+  socket.once("close", stop)
+  return stop
+}
+
+/** What a socket receives, and how it ended: a clean end of stream or an error. */
+const ending = (socket: Socket) =>
+  new Promise<{ data: Buffer; ended: boolean; error?: string }>((resolve) => {
+    const chunks: Array<Buffer> = []
+    let ended = false
+    let error: string | undefined
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+    socket.on("error", (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message))
+    socket.once("end", () => (ended = true))
+    socket.once("close", () =>
+      resolve({ data: Buffer.concat(chunks), ended, ...(error === undefined ? {} : { error }) })
+    )
+  })
 
 /** Resolves on 'close' whatever the error before it (events.once would reject on 'error'). */
 const closed = (socket: Socket) =>
@@ -226,6 +252,59 @@ describe.skipIf(unavailable !== undefined)(
       expect((await received).toString()).toBe("bye")
       expect(await session.done).toMatchObject({ reason: "client_closed", clientToBackend: 3 })
       await closed(backend)
+    })
+
+    it("delivers the backend's last message and a clean end to a client that keeps writing", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const outcome = ending(client)
+      backend.pause()
+      // Fill every buffer on the way to the backend, the proxy's receive buffer for the client included.
+      client.write(randomBytes(8 * MiB))
+      const stop = chatter(client)
+      await waitFor(() => session.stats().pendingToBackend > 0, { what: "bytes held for the backend" })
+      const kick = randomBytes(32 * 1024)
+      backend.end(kick)
+      const { data, ended, error } = await outcome
+      stop()
+      expect(error).toBeUndefined()
+      expect(sha256(data)).toBe(sha256(kick))
+      expect(ended).toBe(true)
+      expect(await session.done).toMatchObject({ reason: "backend_closed", backendToClient: kick.length })
+    })
+
+    it("delivers the client's last message and a clean end to a backend that keeps writing", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session } = await relay.connect()
+      const outcome = ending(backend)
+      client.pause()
+      backend.write(randomBytes(8 * MiB))
+      const stop = chatter(backend)
+      await waitFor(() => session.stats().pendingToClient > 0, { what: "bytes held for the client" })
+      const last = randomBytes(32 * 1024)
+      client.end(last)
+      const { data, ended, error } = await outcome
+      stop()
+      expect(error).toBeUndefined()
+      expect(sha256(data)).toBe(sha256(last))
+      expect(ended).toBe(true)
+      expect(await session.done).toMatchObject({ reason: "client_closed", clientToBackend: last.length })
+    })
+
+    it("finishes within the linger bound when the other side never closes", async () => {
+      const relay = await makeRelay()
+      const { client, backend, session, proxySockets } = await relay.connect(undefined, { allowHalfOpen: true })
+      const received = collect(client)
+      // Half-open: the client goes on writing after the backend's end reached it.
+      const stop = chatter(client)
+      const startedMs = Date.now()
+      backend.end("bye")
+      expect((await received).toString()).toBe("bye")
+      const result = await session.done
+      stop()
+      expect(Date.now() - startedMs).toBeLessThan(4000)
+      expect(result).toMatchObject({ reason: "backend_closed", backendToClient: 3 })
+      expect(proxySockets.every((socket) => socket.destroyed)).toBe(true)
     })
 
     it("cancel() mid-transfer closes both sockets", async () => {

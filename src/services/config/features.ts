@@ -5,6 +5,8 @@
 import type { ServerDefinition } from "../../schema/decode.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"
+import { keepaliveSupport } from "../native/keepalive.js"
+import { spliceSupport } from "../relay/zeroCopy.js"
 
 export interface InactiveFeature {
   /** Where it is configured: `[telemetry]`, `servers/lobby.toml: proxy_mode`. */
@@ -36,10 +38,20 @@ export const inactiveFeatures = (
     add("[ip_filter]", "IP filters are not active yet")
   }
   if (global.active_health.enabled) add("[active_health]", "active health checks are not active yet")
-  for (const server of servers) {
+  const keepalive = keepaliveSupport()
+  if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
+  const list = [...servers]
+  const spliceWanted = list.filter((server) => server.config.proxy_mode === "zero_copy")
+  const splice = spliceSupport()
+  if (spliceWanted.length > 0 && !splice.available) {
+    add(
+      spliceWanted.map((server) => `${server.file}: proxy_mode`).join(", "),
+      `zero_copy is unavailable (${splice.reason}); relaying as passthrough`
+    )
+  }
+  for (const server of list) {
     const where = `${server.file}`
     const mode = server.config.proxy_mode
-    if (mode === "zero_copy") add(`${where}: proxy_mode`, "zero_copy relays as passthrough for now")
     if (server.config.server_manager !== undefined) add(`${where}: [server_manager]`, "server managers are not active yet")
     if (server.config.ip_filter.whitelist.length > 0 || server.config.ip_filter.blacklist.length > 0) {
       add(`${where}: [ip_filter]`, "IP filters are not active yet")

@@ -3,11 +3,8 @@
  * kernel with splice(2) (the addon built from native/splice.cc), so they never cross into JavaScript. Linux only, and
  * only when the addon was built at install; `spliceSupport()` tells whether it can be used.
  */
-import { existsSync } from "node:fs"
-import { createRequire } from "node:module"
 import type { Socket } from "node:net"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { loadNativeAddon } from "../native/addon.js"
 
 export interface SpliceStats {
   /** Bytes relayed so far client -> backend. */
@@ -39,48 +36,18 @@ export interface SpliceSession {
 
 export type SpliceSupport = { readonly available: true } | { readonly available: false; readonly reason: string }
 
-/** What native/splice.cc exports; session handles are opaque. */
-interface Addon {
-  start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
-  stats(handle: object): SpliceStats
-  cancel(handle: object): void
-}
-
 /** The parts of Node's internal TCP handle (TCPWrap) used here. */
 interface TcpHandle {
   readonly fd: number
   readStop(): number
 }
 
-/** The nearest directory upwards with a package.json: the same from src/ (tests) and from dist/ (built). */
-const packageRoot = (): string | undefined => {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, "package.json"))) return dir
-    if (dirname(dir) === dir) return undefined
-  }
-}
-
-const loadAddon = (): { readonly addon: Addon } | { readonly reason: string } => {
-  if (process.platform !== "linux") return { reason: `splice(2) needs Linux, this is ${process.platform}` }
-  const root = packageRoot()
-  if (root === undefined) return { reason: "cannot find the package directory" }
-  const file = join(root, "build", "Release", "portal_splice.node")
-  if (!existsSync(file)) return { reason: `the addon was not built (no ${file}; run npm run install)` }
-  try {
-    return { addon: createRequire(import.meta.url)(file) as Addon }
-  } catch (error) {
-    return { reason: `the addon failed to load: ${error instanceof Error ? error.message : String(error)}` }
-  }
-}
-
-let loaded: ReturnType<typeof loadAddon> | undefined
 let support: SpliceSupport | undefined
-const addon = () => (loaded ??= loadAddon())
 
 /** Whether the addon loaded; the reason when not (not Linux, build failed, load error). Computed once. */
 export const spliceSupport = (): SpliceSupport =>
   (support ??= (() => {
-    const result = addon()
+    const result = loadNativeAddon()
     return "addon" in result ? { available: true } : { available: false, reason: result.reason }
   })())
 
@@ -142,7 +109,9 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
  * Takes over two connected sockets after the caller has written whatever it needed to (handshake replay etc.).
  * Stops Node reading both sockets, moves any bytes Node already buffered from one socket to the other, waits for
  * pending writes to flush, then splices in the kernel until either side closes (EOF or error) or cancel().
- * Bytes already in a pipe are flushed to their destination before closing when the destination is still writable.
+ * When one side ends cleanly, the bytes it sent flush to the other side, which then gets FIN; the other side is read
+ * and discarded until it closes too (at most 2 s), so that closing its socket sends no RST that could make its peer
+ * drop the last bytes unread. After an error both stop at once, past a bounded flush toward the healthy side.
  * When done resolves, both sockets have been destroyed exactly once and no file descriptor opened by the addon is left
  * open.
  * Throws if spliceSupport() is not available.
@@ -151,7 +120,7 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
  * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it.
  */
 export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
-  const result = addon()
+  const result = loadNativeAddon()
   if (!("addon" in result)) throw new Error(`startSplice: zero_copy is unavailable: ${result.reason}`)
   const native = result.addon
   const clientFd = socketFd(client, "client")

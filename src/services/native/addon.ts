@@ -1,0 +1,48 @@
+/**
+ * The portal_splice addon (native/splice.cc, built at install by node-gyp): the zero_copy relay and the TCP keepalive
+ * parameters Node cannot set. Loaded once, on first use; Linux only.
+ */
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { SpliceResult, SpliceStats } from "../relay/zeroCopy.js"
+
+/** What native/splice.cc exports; session handles are opaque. */
+export interface NativeAddon {
+  start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
+  stats(handle: object): SpliceStats
+  cancel(handle: object): void
+  /** SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT; throws an Error with the errno name as `code`. */
+  setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
+  /** Diagnostics and tests only: the keepalive settings the kernel holds for a socket (seconds, probes). */
+  getKeepAliveDiagnostic(fd: number): { enabled: boolean; idle: number; interval: number; count: number }
+}
+
+export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }
+
+/** The nearest directory upwards with a package.json: the same from src/ (tests) and from dist/ (built). */
+const packageRoot = (): string | undefined => {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir
+    if (dirname(dir) === dir) return undefined
+  }
+}
+
+const load = (): NativeAddonLoad => {
+  if (process.platform !== "linux") return { reason: `the addon is Linux only, this is ${process.platform}` }
+  const root = packageRoot()
+  if (root === undefined) return { reason: "cannot find the package directory" }
+  const file = join(root, "build", "Release", "portal_splice.node")
+  if (!existsSync(file)) return { reason: `the addon was not built (no ${file}; run npm run install)` }
+  try {
+    return { addon: createRequire(import.meta.url)(file) as NativeAddon }
+  } catch (error) {
+    return { reason: `the addon failed to load: ${error instanceof Error ? error.message : String(error)}` }
+  }
+}
+
+let loaded: NativeAddonLoad | undefined
+
+/** The addon, or why it cannot be used (not Linux, not built, load error). Computed once. */
+export const loadNativeAddon = (): NativeAddonLoad => (loaded ??= load())

@@ -1,0 +1,66 @@
+/**
+ * TCP keepalive with all three parameters of Portal's `[keepalive]` configuration. Node sets only the idle time
+ * (`socket.setKeepAlive(true, ms)`); the probe interval and count need setsockopt(2), done by the portal_splice addon
+ * on Linux. Without the addon, sockets keep the kernel's interval and count.
+ */
+import type { Socket } from "node:net"
+import { loadNativeAddon, type NativeAddon } from "./addon.js"
+
+export interface KeepaliveParams {
+  /** Idle time before the first probe. */
+  readonly idleMs: number
+  /** Time between unanswered probes. */
+  readonly intervalMs: number
+  /** Unanswered probes before the connection is dropped. */
+  readonly count: number
+}
+
+export type KeepaliveSupport = { readonly full: true } | { readonly full: false; readonly reason: string }
+
+const usableAddon = (): { readonly addon: NativeAddon } | { readonly reason: string } => {
+  const result = loadNativeAddon()
+  if (!("addon" in result)) return result
+  // An addon built by an older Portal loads but lacks the function.
+  if (typeof result.addon.setKeepAlive !== "function")
+    return { reason: "the addon has no setKeepAlive (built by an older version; run npm run install)" }
+  return result
+}
+
+let support: KeepaliveSupport | undefined
+
+/** Whether interval and count can be set; the reason when not. Computed once. */
+export const keepaliveSupport = (): KeepaliveSupport =>
+  (support ??= (() => {
+    const result = usableAddon()
+    return "addon" in result ? { full: true } : { full: false, reason: result.reason }
+  })())
+
+/** The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. */
+const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+
+/** The fd of a socket's TCP handle; undefined for other handles and before the socket exists (while connecting). */
+const tcpFd = (socket: Socket): number | undefined => {
+  const handle = (socket as unknown as { _handle?: { readonly fd?: unknown } | null })._handle
+  const fd = handle?.fd
+  return handle?.constructor.name === "TCP" && typeof fd === "number" && fd >= 0 ? fd : undefined
+}
+
+/**
+ * Turns keepalive on with `idleMs` through Node, then sets all three parameters through the addon. Returns "full"
+ * when the addon set them, "idle_only" when only Node's idle time applies (no addon, no fd yet, setsockopt refused a
+ * value). Never throws. Call it on a connected socket: a connecting one has no fd yet.
+ */
+export const applyKeepalive = (socket: Socket, params: KeepaliveParams): "full" | "idle_only" => {
+  // First, since Node's own call may reset the interval and count (newer libuv sets them too).
+  socket.setKeepAlive(true, params.idleMs)
+  const found = usableAddon()
+  const fd = tcpFd(socket)
+  if (!("addon" in found) || fd === undefined) return "idle_only"
+  try {
+    const count = Math.max(1, Math.ceil(params.count))
+    found.addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), count)
+    return "full"
+  } catch {
+    return "idle_only"
+  }
+}

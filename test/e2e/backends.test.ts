@@ -1,0 +1,215 @@
+/** Backends: failures, the status cache, balancing, limits, handshake rewriting and forwarding. */
+import { readFileSync } from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { offlineUuid } from "../../src/protocol/forwarding.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { startPortal } from "../helpers/portal.js"
+import { waitFor } from "../helpers/wait.js"
+import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
+
+const proxyToml = (extra = "") => `bind = "127.0.0.1:0"\nconnect_timeout = "1s"\n${extra}`
+
+/** A port nothing listens on. */
+const closedPort = async (): Promise<number> => {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as net.AddressInfo).port
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+describe("backend down", () => {
+  it("a login gets disconnect_message and a ping the unreachable MOTD", async () => {
+    const port = await closedPort()
+    const dir = makeConfigDir(proxyToml(), {
+      "down.toml": [
+        `domains = ["down.example.com"]`,
+        `addresses = ["127.0.0.1:${port}"]`,
+        `disconnect_message = "Back soon!"`,
+        `[motd.unreachable]\ntext = "§cDown for maintenance"`
+      ].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(await join(portal.port, "down.example.com")).toEqual({ _tag: "Kicked", reason: "Back soon!" })
+    expect(reasonText((await ping(portal.port, "down.example.com")).description)).toBe("§cDown for maintenance")
+    await portal.waitForLog(/Steve.* could not join down: no address of server down answered: 127\.0\.0\.1:\d+ \(ECONNREFUSED\)/)
+  })
+
+  it("the built-in unreachable text and the default disconnect_message apply when none is configured", async () => {
+    const port = await closedPort()
+    const dir = makeConfigDir(proxyToml(), { "down.toml": `domains = ["down.example.com"]\naddresses = ["127.0.0.1:${port}"]` })
+    const portal = await startPortal(dir.configFile)
+    expect(reasonText((await ping(portal.port, "down.example.com")).description)).toMatch(/cannot be reached/)
+    expect(await join(portal.port, "down.example.com")).toEqual({
+      _tag: "Kicked",
+      reason: "Server is currently unreachable. Please try again later."
+    })
+  })
+
+  it("a stale cached answer is served when the backend goes away", async () => {
+    const backend = await startBackend("cached")
+    const dir = makeConfigDir(proxyToml(`[status_cache]\nttl = "200ms"`), {
+      "c.toml": `domains = ["c.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(reasonText((await ping(portal.port, "c.example.com")).description)).toBe("motd of cached")
+    await backend.close()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(reasonText((await ping(portal.port, "c.example.com")).description)).toBe("motd of cached")
+  })
+
+  it("within the ttl pings are answered from the cache without touching the backend", async () => {
+    const backend = await startBackend("counted")
+    const dir = makeConfigDir(proxyToml(`[status_cache]\nttl = "1m"`), {
+      "c.toml": `domains = ["c.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    await Promise.all(Array.from({ length: 8 }, () => ping(portal.port, "c.example.com")))
+    await ping(portal.port, "c.example.com")
+    // Concurrent misses share one backend request; later pings hit the cache.
+    expect(backend.handshakes.filter((h) => h.host === "c.example.com")).toHaveLength(1)
+    // Another protocol version is another cache entry.
+    await ping(portal.port, "c.example.com", "1.8.8")
+    expect(backend.handshakes).toHaveLength(2)
+  })
+
+  it("[motd.online] overrides fields of the live answer; the counts stay live", async () => {
+    const backend = await startBackend("live")
+    const dir = makeConfigDir(proxyToml(), {
+      "l.toml": [
+        `domains = ["l.example.com"]`,
+        `addresses = ["127.0.0.1:${backend.port}"]`,
+        `[motd.online]\ntext = "§aOverridden"\nversion_name = "Portal 1.21"\nmax_players = 500`
+      ].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    const answer = await ping(portal.port, "l.example.com")
+    expect(answer.description).toBe("§aOverridden")
+    expect(answer.version).toEqual({ name: "Portal 1.21", protocol: 765 })
+    expect(answer.players).toMatchObject({ max: 500, online: 0 })
+  })
+})
+
+describe("balancing", () => {
+  const backendsOf = async (names: Array<string>, hold = false) => Promise.all(names.map((name) => startBackend(name, { hold })))
+
+  it("first_available uses the first address that answers, in order", async () => {
+    const down = await closedPort()
+    const [a, b] = await backendsOf(["a", "b"])
+    const dir = makeConfigDir(proxyToml(), {
+      "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${down}", "127.0.0.1:${a!.port}", "127.0.0.1:${b!.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    for (let i = 0; i < 3; i++) expect(await join(portal.port, "s.example.com")).toEqual({ _tag: "Kicked", reason: "kick: a" })
+    expect(b!.logins).toBe(0)
+  })
+
+  it("round_robin spreads logins by weight", async () => {
+    const [a, b] = await backendsOf(["a", "b"])
+    const dir = makeConfigDir(proxyToml(), {
+      "s.toml": [
+        `domains = ["s.example.com"]`,
+        `balance = "round_robin"`,
+        `addresses = [{ address = "127.0.0.1:${a!.port}", weight = 1 }, { address = "127.0.0.1:${b!.port}", weight = 2 }]`
+      ].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    const reasons: Array<string> = []
+    for (let i = 0; i < 6; i++) {
+      const result = await join(portal.port, "s.example.com")
+      reasons.push(result._tag === "Kicked" ? result.reason : result._tag)
+    }
+    expect(reasons).toEqual(["kick: b", "kick: a", "kick: b", "kick: b", "kick: a", "kick: b"])
+  })
+
+  it("least_conn sends a login to the address with the fewest live sessions per weight", async () => {
+    const [a, b] = await backendsOf(["a", "b"], true)
+    const dir = makeConfigDir(proxyToml(), {
+      "s.toml": [
+        `domains = ["s.example.com"]`,
+        `balance = "least_conn"`,
+        `addresses = ["127.0.0.1:${a!.port}", "127.0.0.1:${b!.port}"]`
+      ].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    const first = await join(portal.port, "s.example.com", { username: "p1" })
+    expect(first._tag).toBe("Joined")
+    const second = await join(portal.port, "s.example.com", { username: "p2" })
+    expect(second._tag).toBe("Joined")
+    expect([a!.players.size, b!.players.size]).toEqual([1, 1])
+    if (first._tag === "Joined") first.leave()
+    await waitFor(() => a!.players.size + b!.players.size === 1 || undefined)
+    const emptier = a!.players.size === 0 ? a! : b!
+    expect((await join(portal.port, "s.example.com", { username: "p3" }))._tag).toBe("Joined")
+    expect(emptier.players.size).toBe(1)
+  })
+
+  it("connect_max_attempts bounds the addresses tried", async () => {
+    const [down1, down2] = [await closedPort(), await closedPort()]
+    const a = await startBackend("a")
+    const dir = makeConfigDir(proxyToml(`connect_max_attempts = 2`), {
+      "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${down1}", "127.0.0.1:${down2}", "127.0.0.1:${a.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(await join(portal.port, "s.example.com")).toEqual({ _tag: "Kicked", reason: "Server is currently unreachable. Please try again later." })
+    // The two failed addresses are now ejected and tried last: the third answers.
+    expect(await join(portal.port, "s.example.com")).toEqual({ _tag: "Kicked", reason: "kick: a" })
+  })
+})
+
+describe("limits and rewriting", () => {
+  it("max_players: a login over the limit is told the server is full", async () => {
+    const backend = await startBackend("small", { hold: true })
+    const dir = makeConfigDir(proxyToml(), {
+      "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\nmax_players = 1`
+    })
+    const portal = await startPortal(dir.configFile)
+    expect((await join(portal.port, "s.example.com", { username: "first" }))._tag).toBe("Joined")
+    const second = await join(portal.port, "s.example.com", { username: "second" })
+    expect(second._tag === "Kicked" && second.reason).toMatch(/The server is full/)
+    // Portal composes no answer for an online server, but the registry counts are what max_players checks.
+    expect(backend.players.size).toBe(1)
+  })
+
+  it.each([
+    ["none", `domain_rewrite = "none"`, () => ({ host: "play.example.com" })],
+    ["from_backend", `domain_rewrite = "from_backend"`, (port: number) => ({ host: "127.0.0.1", port })],
+    ["explicit", `domain_rewrite = { explicit = "internal.lan" }`, (port: number) => ({ host: "internal.lan", port })]
+  ])("domain_rewrite %s", async (_, line, expected) => {
+    const backend = await startBackend("r")
+    const dir = makeConfigDir(proxyToml(), {
+      "r.toml": `domains = ["play.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\n${line}`
+    })
+    const portal = await startPortal(dir.configFile)
+    await join(portal.port, "play.example.com")
+    expect(backend.handshakes.at(-1)).toMatchObject(expected(backend.port))
+  })
+
+  it("legacy forwarding: the backend sees host, the real client IP and the UUID", async () => {
+    const backend = await startBackend("bungee")
+    const dir = makeConfigDir(proxyToml(), {
+      "b.toml": `domains = ["b.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\nforwarding_mode = "legacy"`
+    })
+    const portal = await startPortal(dir.configFile)
+    await join(portal.port, "b.example.com", { version: "1.12.2", username: "Alex" })
+    const [host, ip, uuid, properties] = backend.handshakes.at(-1)!.host.split("\0")
+    expect([host, ip, uuid, properties]).toEqual(["b.example.com", "127.0.0.1", offlineUuid("Alex").replace(/-/g, ""), undefined])
+    // A 1.20.4 client sends its UUID in Login Start; that one is forwarded.
+    await join(portal.port, "b.example.com", { version: "1.20.4", username: "Alex" })
+    expect(backend.handshakes.at(-1)!.host.split("\0")[2]).toMatch(/^[0-9a-f]{32}$/)
+  })
+
+  it("legacy_guard forwarding carries the secret as a bungeeguard-token property", async () => {
+    const backend = await startBackend("guard")
+    const dir = makeConfigDir(proxyToml(`[forwarding]\nmode = "legacy_guard"`), {
+      "g.toml": `domains = ["g.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    await join(portal.port, "g.example.com", { version: "1.12.2" })
+    const secret = readFileSync(path.join(dir.root, "forwarding.secret"), "utf8").trim()
+    const fields = backend.handshakes.at(-1)!.host.split("\0")
+    expect(JSON.parse(fields[3]!)).toEqual([{ name: "bungeeguard-token", value: secret, signature: "" }])
+  })
+})

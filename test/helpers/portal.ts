@@ -1,0 +1,50 @@
+/** Portal in this process on real sockets and real files, with its log lines captured. */
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { afterEach } from "vitest"
+import { MainLayer } from "../../src/layers/Main.js"
+import { Listener } from "../../src/services/Listener.js"
+import { waitFor } from "./wait.js"
+
+export interface RunningPortal {
+  readonly port: number
+  readonly logs: Array<string>
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>
+  run<A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof MainLayer>>>): Promise<A>
+  stop(): Promise<void>
+}
+
+const running: Array<RunningPortal> = []
+afterEach(async () => {
+  for (const portal of running.splice(0)) await portal.stop()
+})
+
+process.env.PORTAL_SHUTDOWN_GRACE_MS ??= "300"
+
+export const startPortal = async (configFile: string, options: { dev?: boolean } = {}): Promise<RunningPortal> => {
+  const logs: Array<string> = []
+  const capture = Logger.make(({ message, logLevel, annotations }) => {
+    const text = Array.isArray(message) ? message.join(" ") : String(message)
+    const fields = [...annotations].map(([key, value]) => `${key}=${String(value)}`).join(" ")
+    logs.push(`${logLevel.label} ${text}${fields.length > 0 ? ` ${fields}` : ""}`)
+  })
+  const layer = MainLayer({ configFile, dev: options.dev ?? false }).pipe(
+    Layer.provide(Layer.merge(Logger.replace(Logger.defaultLogger, capture), Logger.minimumLogLevel(LogLevel.Debug)))
+  )
+  const runtime = ManagedRuntime.make(layer)
+  const listener = await runtime.runPromise(Listener)
+  let stopped = false
+  const portal: RunningPortal = {
+    port: listener.address.port,
+    logs,
+    waitForLog: (pattern, timeoutMs = 5000) =>
+      waitFor(() => logs.find((line) => pattern.test(line)), { timeoutMs, what: `log ${pattern}\n${logs.join("\n")}` }),
+    run: (effect) => runtime.runPromise(effect),
+    stop: async () => {
+      if (stopped) return
+      stopped = true
+      await runtime.dispose()
+    }
+  }
+  running.push(portal)
+  return portal
+}
