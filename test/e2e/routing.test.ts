@@ -82,3 +82,27 @@ describe("unknown domains", () => {
     expect(backend.logins).toBe(0)
   })
 })
+
+describe("listener", () => {
+  it("listens on IPv6 and sees the client's IPv6 address", async () => {
+    const backend = await startBackend("six")
+    const dir = makeConfigDir(`bind = "[::1]:0"`, {
+      "six.toml": `domains = ["six.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\nforwarding_mode = "legacy"`
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(await join(portal.port, "six.example.com", { address: "::1", version: "1.12.2" })).toEqual({ _tag: "Kicked", reason: "kick: six" })
+    expect(backend.handshakes.at(-1)!.host.split("\0")[1]).toBe("::1")
+  })
+
+  it("a transfer (next state 3) is routed like a login and reaches the backend as a login", async () => {
+    const { recordingBackend, exchange } = await import("../peers/raw.js")
+    const recorder = await recordingBackend()
+    const dir = makeConfigDir(proxyToml(), { "t.toml": `domains = ["t.example.com"]\naddresses = ["127.0.0.1:${recorder.port}"]` })
+    const portal = await startPortal(dir.configFile)
+    const handshake = (nextState: number) =>
+      Buffer.concat([Buffer.from([0x14, 0x00, 0xfe, 0x05, 0x0d]), Buffer.from("t.example.com"), Buffer.from([0x63, 0xdd, nextState])])
+    const loginStart = Buffer.concat([Buffer.from([0x17, 0x00, 0x05]), Buffer.from("Steve"), Buffer.alloc(16, 1)])
+    await exchange(portal.port, [handshake(3), loginStart], { timeoutMs: 1000 })
+    expect(recorder.connections[0]).toEqual(Buffer.concat([handshake(2), loginStart]))
+  })
+})

@@ -86,8 +86,8 @@ export const startBackend = async (name: string, options: { hold?: boolean; port
   return peer
 }
 
-const connectVia = (port: number, preamble?: Buffer) => (client: { setSocket(socket: net.Socket): void; emit(event: string): void }) => {
-  const socket = net.connect(port, "127.0.0.1")
+const connectVia = (port: number, preamble?: Buffer, address = "127.0.0.1") => (client: { setSocket(socket: net.Socket): void; emit(event: string): void }) => {
+  const socket = net.connect(port, address)
   if (preamble !== undefined) socket.write(preamble)
   client.setSocket(socket)
 }
@@ -136,7 +136,7 @@ export const reasonText = (reason: unknown): string => {
 export const join = (
   portalPort: number,
   host: string,
-  options: { version?: ClientVersion; username?: string; preamble?: Buffer; timeoutMs?: number } = {}
+  options: { version?: ClientVersion; username?: string; preamble?: Buffer; timeoutMs?: number; address?: string } = {}
 ): Promise<JoinResult> =>
   new Promise((resolve, reject) => {
     const client = mc.createClient({
@@ -146,7 +146,7 @@ export const join = (
       username: options.username ?? "Steve",
       auth: "offline",
       version: options.version ?? "1.20.4",
-      connect: connectVia(portalPort, options.preamble),
+      connect: connectVia(portalPort, options.preamble, options.address),
       hideErrors: true,
       keepAlive: false
     })

@@ -95,7 +95,7 @@ const pickLeastConn = (usable: Array<Candidate>, now: number, slowStart: SlowSta
 
 /**
  * The order to try the addresses in: usable ones first (by strategy), then drained ones, then ejected or
- * unhealthy ones (soonest back first), so that a login still gets a chance when everything looks down.
+ * unhealthy ones, so that a login still gets a chance when everything looks down.
  */
 export const orderCandidates = (
   strategy: BalanceStrategy,
@@ -106,7 +106,8 @@ export const orderCandidates = (
   const tiers: [Array<Candidate>, Array<Candidate>, Array<Candidate>] = [[], [], []]
   for (const candidate of candidates) tiers[tierOf(candidate, now)]!.push(candidate)
   const [usable, drained, down] = tiers
-  down.sort((a, b) => a.state.ejectedUntil - b.state.ejectedUntil)
+  // Among the addresses that look down, probe failures go after passive ejections, and the soonest back first.
+  down.sort((a, b) => Number(!a.state.healthy) - Number(!b.state.healthy) || a.state.ejectedUntil - b.state.ejectedUntil)
   if (usable.length > 1 && strategy !== "first_available") {
     const first = strategy === "round_robin" ? pickRoundRobin(usable, now, slowStart) : pickLeastConn(usable, now, slowStart)
     usable.splice(usable.indexOf(first), 1)

@@ -1,0 +1,124 @@
+/** Balancer arithmetic with TestClock: strategies, weights, ejection back-off, health and slow start. */
+import { it } from "@effect/vitest"
+import { Duration, Effect, Either, Scope, TestClock } from "effect"
+import { describe, expect } from "vitest"
+import { decodeServerText } from "../../src/schema/decode.js"
+import { formatHostPort } from "../../src/schema/HostPort.js"
+import { Balancer } from "../../src/services/Balancer.js"
+import { ejectionMillis, freshState, slowStartFactor } from "../../src/services/balancer/strategy.js"
+
+const server = (body: string) => Either.getOrThrow(decodeServerText("s.toml", "s.toml", body))
+const firsts = (balancer: Balancer, definition: ReturnType<typeof server>, count: number) =>
+  Effect.forEach(Array.from({ length: count }), () =>
+    Effect.map(balancer.order(definition), (order) => formatHostPort(order[0]!))
+  )
+
+describe("Balancer", () => {
+  it.effect("first_available keeps the configured order", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`addresses = ["a:1", "b:1", "c:1"]`)
+      const order = yield* balancer.order(s)
+      expect(order.map(formatHostPort)).toEqual(["a:1", "b:1", "c:1"])
+      expect(yield* firsts(balancer, s, 3)).toEqual(["a:1", "a:1", "a:1"])
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+
+  it.effect("round_robin is smooth and weighted (nginx order for weights 5, 1, 1)", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`balance = "round_robin"\naddresses = [{ address = "a:1", weight = 5 }, "b:1", "c:1"]`)
+      expect(yield* firsts(balancer, s, 7)).toEqual(["a:1", "a:1", "b:1", "a:1", "c:1", "a:1", "a:1"])
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+
+  it.scoped("least_conn picks the fewest live sessions per unit of weight", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`balance = "least_conn"\naddresses = [{ address = "a:1", weight = 2 }, "b:1"]`)
+      const a = s.config.addresses[0]!
+      const b = s.config.addresses[1]!
+      // a: 2 sessions / weight 2 = 1.0; b: 0 -> b
+      yield* balancer.track(s.id, a)
+      yield* balancer.track(s.id, a)
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      // b: 1 / 1 = 1.0 ties with a; a was picked less recently
+      yield* balancer.track(s.id, b)
+      yield* balancer.track(s.id, b)
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+      // Sessions that end are no longer counted.
+      const scope = yield* Scope.make()
+      yield* balancer.track(s.id, a).pipe(Scope.extend(scope))
+      yield* Scope.close(scope, { _tag: "Success", value: undefined } as never)
+      const status = yield* balancer.status(s)
+      expect(status.map((x) => x.active)).toEqual([2, 2])
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+
+  it.effect("a failed address is ejected with a growing back-off, tried last, and trusted again after success", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`addresses = ["a:1", "b:1"]`)
+      const a = s.config.addresses[0]!
+      yield* balancer.reportFailure(s.id, a)
+      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["b:1", "a:1"])
+      yield* TestClock.adjust(Duration.millis(999))
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+      // A second failure doubles the ejection.
+      yield* balancer.reportFailure(s.id, a)
+      yield* TestClock.adjust(Duration.millis(1999))
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* balancer.reportSuccess(s.id, a)
+      expect((yield* balancer.status(s))[0]).toMatchObject({ failures: 0, ejectedUntil: undefined })
+      expect([1, 2, 3, 7, 20].map(ejectionMillis)).toEqual([1000, 2000, 4000, 60_000, 60_000])
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+
+  it.effect("weight 0 drains an address: used only when nothing else is left; unhealthy addresses go last", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`balance = "round_robin"\naddresses = [{ address = "a:1", weight = 0 }, "b:1", "c:1"]`)
+      const [a, b, c] = s.config.addresses
+      yield* balancer.setHealth(s.id, b!, false)
+      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["c:1", "a:1", "b:1"])
+      yield* balancer.reportFailure(s.id, c!)
+      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["a:1", "c:1", "b:1"])
+      expect(yield* balancer.anyAvailable(s)).toBe(true)
+      yield* balancer.setHealth(s.id, a!, false)
+      expect(yield* balancer.anyAvailable(s)).toBe(false)
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+
+  it.effect("slow start ramps a recovered address over its window (TestClock)", () =>
+    Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`balance = "round_robin"\nslow_start = "100s"\naddresses = ["a:1", "b:1"]`)
+      const a = s.config.addresses[0]!
+      yield* balancer.setHealth(s.id, a, false)
+      yield* balancer.setHealth(s.id, a, true) // recovered now: starts at 10% of its weight
+      const share = (picks: Array<string>) => picks.filter((p) => p === "a:1").length / picks.length
+      const early = share(yield* firsts(balancer, s, 100))
+      yield* TestClock.adjust(Duration.seconds(50))
+      const middle = share(yield* firsts(balancer, s, 100))
+      yield* TestClock.adjust(Duration.seconds(50))
+      const late = share(yield* firsts(balancer, s, 100))
+      expect(early).toBeCloseTo(0.1 / 1.1, 1)
+      expect(middle).toBeCloseTo(0.5 / 1.5, 1)
+      expect(late).toBeCloseTo(0.5, 1)
+    }).pipe(Effect.provide(Balancer.Default))
+  )
+})
+
+describe("slow start curve", () => {
+  const state = { ...freshState(), recoveredAt: 0 }
+  it("is linear with aggression 1 and gentler at the start with higher values, never below 10%", () => {
+    expect(slowStartFactor(state, 50_000, { windowMs: 100_000, aggression: 1 })).toBeCloseTo(0.5)
+    expect(slowStartFactor(state, 50_000, { windowMs: 100_000, aggression: 2 })).toBeCloseTo(0.25)
+    expect(slowStartFactor(state, 1_000, { windowMs: 100_000, aggression: 1 })).toBe(0.1)
+    expect(slowStartFactor(state, 100_000, { windowMs: 100_000, aggression: 3 })).toBe(1)
+    expect(slowStartFactor(freshState(), 0, { windowMs: 100_000, aggression: 1 })).toBe(1)
+  })
+})
