@@ -6,7 +6,9 @@ import { Layer } from "effect"
 import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
 import { Forwarding } from "../services/Forwarding.js"
+import { IpFilter } from "../services/IpFilter.js"
 import { Listener } from "../services/Listener.js"
+import { RateLimiter } from "../services/RateLimiter.js"
 import { PlayerRegistry } from "../services/PlayerRegistry.js"
 import { Relay } from "../services/Relay.js"
 import { Router } from "../services/Router.js"
@@ -14,7 +16,7 @@ import { Session } from "../services/Session.js"
 import { StatusService } from "../services/StatusService.js"
 
 const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
-const Edges = Layer.mergeAll(Backend.Default, Forwarding.Default, Router.Default).pipe(Layer.provideMerge(State))
+const Edges = Layer.mergeAll(Backend.Default, Forwarding.Default, Router.Default, RateLimiter.Default, IpFilter.Default).pipe(Layer.provideMerge(State))
 const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
 const Sessions = Session.Default.pipe(Layer.provideMerge(Answers))
 

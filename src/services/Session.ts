@@ -30,6 +30,8 @@ import { Balancer } from "./Balancer.js"
 import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
 import { Forwarding, forwardingModeOf } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
+import { IpFilter } from "./IpFilter.js"
+import { RateLimiter } from "./RateLimiter.js"
 import { type ByteMeter, Relay, relayTimeouts } from "./Relay.js"
 import { Router } from "./Router.js"
 import { MESSAGES } from "./session/messages.js"
@@ -170,6 +172,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const forwarding = yield* Forwarding
     const registry = yield* PlayerRegistry
     const relay = yield* Relay
+    const rateLimiter = yield* RateLimiter
+    const ipFilter = yield* IpFilter
 
     const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
       Effect.gen(function* () {
@@ -274,7 +278,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       handshake: Handshake,
       server: ServerDefinition,
       peer: Peer,
-      snapshot: ConfigSnapshot
+      snapshot: ConfigSnapshot,
+      releaseSlot: () => void
     ) =>
       Effect.gen(function* () {
         const client = connection.socket
@@ -286,6 +291,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           ),
           "Login Start"
         )
+        // The handshake phase is over: this connection no longer counts against the flood bounds.
+        releaseSlot()
         const player: LoginStart = start.value
         const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
         yield* Effect.annotateCurrentSpan({ player: player.name })
@@ -350,16 +357,41 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       })
 
     /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
+    /** Refuses a connection in the words its kind of client understands: a disconnect for logins, silence for pings. */
+    const refuse = (socket: Socket, opening: Opening, message: string) => {
+      switch (opening._tag) {
+        case "Modern":
+          return opening.handshake.nextState === NEXT_STATE_STATUS ? closeWith(socket, undefined) : disconnect(socket, message)
+        case "LegacyLogin":
+          return closeWith(socket, encodeLegacyKick(message.replace(/§./g, "")))
+        default:
+          return closeWith(socket, undefined)
+      }
+    }
+
     const handle = (connection: Connection): Effect.Effect<void> => {
       const socket = connection.socket
       return Effect.gen(function* () {
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
         const peer = yield* readPeer(connection, reader, snapshot)
-        yield* Effect.annotateLogsScoped({ ip: peer.clientIp })
+        const ip = peer.clientIp
+        yield* Effect.annotateLogsScoped({ ip })
+        const slot = yield* rateLimiter.enterHandshake(ip)
+        if (Option.isNone(slot)) {
+          yield* Effect.logDebug("too many handshakes in progress: closed")
+          return yield* closeWith(socket, undefined)
+        }
+        const releaseSlot = slot.value
+        const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
         const opening = yield* readOpening(reader)
+        if (!globallyAllowed) {
+          yield* Effect.logInfo("refused by the global [ip_filter]")
+          return yield* refuse(socket, opening, MESSAGES.notAllowed)
+        }
         switch (opening._tag) {
           case "LegacyPing":
+            if (!(yield* rateLimiter.allowStatus(ip))) return yield* closeWith(socket, undefined)
             return yield* answerLegacyPing(connection, opening.ping, peer, snapshot)
           case "LegacyLogin":
             yield* Effect.logDebug("pre-1.7 login refused")
@@ -368,6 +400,10 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         const handshake = opening.handshake
         const { host } = splitAddress(handshake.address)
         const isStatus = handshake.nextState === NEXT_STATE_STATUS
+        if (!(yield* isStatus ? rateLimiter.allowStatus(ip) : rateLimiter.allowLogin(ip))) {
+          yield* (isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"))
+          return yield* refuse(socket, opening, MESSAGES.rateLimited)
+        }
         const server = Option.getOrUndefined(router.resolveIn(snapshot, host))
         if (server === undefined) {
           if (snapshot.global.unknown_domain_behavior === "drop") {
@@ -379,8 +415,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
         yield* Effect.annotateLogsScoped({ server: server.id })
+        if (!ipFilter.allowedFor(server, ip)) {
+          yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
+          return yield* refuse(socket, opening, MESSAGES.notAllowed)
+        }
         if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
-        return yield* login(connection, reader, handshake, server, peer, snapshot)
+        return yield* login(connection, reader, handshake, server, peer, snapshot, releaseSlot)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
         Effect.ensuring(Effect.sync(() => socket.destroy())),

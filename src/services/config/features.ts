@@ -33,10 +33,6 @@ export const inactiveFeatures = (
   if (global.forwarding.mode === "modern") {
     add("[forwarding].mode", "modern forwarding needs the packet modes, not active yet; logins that need it are refused")
   }
-  if (global.rate_limit.enabled) add("[rate_limit]", "per-IP rate limiting is not active yet")
-  if (global.ip_filter.whitelist.length > 0 || global.ip_filter.blacklist.length > 0) {
-    add("[ip_filter]", "IP filters are not active yet")
-  }
   if (global.active_health.enabled) add("[active_health]", "active health checks are not active yet")
   const keepalive = keepaliveSupport()
   if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
@@ -53,9 +49,6 @@ export const inactiveFeatures = (
     const where = `${server.file}`
     const mode = server.config.proxy_mode
     if (server.config.server_manager !== undefined) add(`${where}: [server_manager]`, "server managers are not active yet")
-    if (server.config.ip_filter.whitelist.length > 0 || server.config.ip_filter.blacklist.length > 0) {
-      add(`${where}: [ip_filter]`, "IP filters are not active yet")
-    }
     if (server.config.active_health?.enabled === true) add(`${where}: active_health`, "active health checks are not active yet")
     if (mode === "client_only") {
       add(`${where}: proxy_mode`, "client_only (authentication at the proxy) is not active yet; logins to this server are refused")

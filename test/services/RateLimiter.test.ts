@@ -1,0 +1,111 @@
+/** Rate limits with TestClock, the handshake gate, bounded memory, and the IP filter rule. */
+import { it } from "@effect/vitest"
+import { Duration, Effect, Layer, Option, TestClock } from "effect"
+import { describe, expect } from "vitest"
+import { Schema } from "effect"
+import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
+import { ConfigStore } from "../../src/services/ConfigStore.js"
+import { compileFilter, isAllowed } from "../../src/services/IpFilter.js"
+import { MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter, SlidingWindowLimiter } from "../../src/services/RateLimiter.js"
+
+const layerWith = (rateLimit: Record<string, unknown>) =>
+  RateLimiter.Default.pipe(
+    Layer.provide(
+      ConfigStore.layerStatic({
+        configFile: "proxy.toml",
+        global: Schema.decodeUnknownSync(GlobalConfig)({ rate_limit: rateLimit }),
+        servers: new Map(),
+        revision: 1
+      })
+    )
+  )
+
+describe("RateLimiter", () => {
+  it.scoped("is off unless enabled", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      for (let i = 0; i < 50; i++) expect(yield* limiter.allowLogin("10.0.0.1")).toBe(true)
+    }).pipe(Effect.provide(layerWith({ enabled: false, max_connections: 1 })))
+  )
+
+  it.scoped("allows max_connections logins per window per IP, separately from pings", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const logins = yield* Effect.forEach([1, 2, 3, 4], () => limiter.allowLogin("10.0.0.1"))
+      expect(logins).toEqual([true, true, true, false])
+      // Another address has its own budget, and pings their own.
+      expect(yield* limiter.allowLogin("10.0.0.2")).toBe(true)
+      expect(yield* limiter.allowStatus("10.0.0.1")).toBe(true)
+      // Two windows later the address is fully trusted again.
+      yield* TestClock.adjust(Duration.seconds(20))
+      expect(yield* Effect.forEach([1, 2, 3], () => limiter.allowLogin("10.0.0.1"))).toEqual([true, true, true])
+    }).pipe(Effect.provide(layerWith({ enabled: true, max_connections: 3, window: "10s" })))
+  )
+
+  it.scoped("status pings: status_max per status_window", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const results = yield* Effect.forEach(Array.from({ length: 6 }), () => limiter.allowStatus("2001:db8::1"))
+      expect(results).toEqual([true, true, true, true, true, false])
+    }).pipe(Effect.provide(layerWith({ enabled: true, status_max: 5, status_window: "1m" })))
+  )
+
+  it.scoped("bounds handshakes in progress per IP, and releases them", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const slots = yield* Effect.forEach(Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }), () =>
+        limiter.enterHandshake("10.0.0.9")
+      )
+      expect(slots.filter(Option.isSome)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
+      expect(Option.isSome(yield* limiter.enterHandshake("10.0.0.10"))).toBe(true)
+      Option.getOrThrow(slots[0]!)()
+      Option.getOrThrow(slots[0]!)() // idempotent
+      expect(Option.isSome(yield* limiter.enterHandshake("10.0.0.9"))).toBe(true)
+      expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
+    }).pipe(Effect.provide(layerWith({})))
+  )
+})
+
+describe("SlidingWindowLimiter", () => {
+  it("weights the previous window by its overlap", () => {
+    const limiter = new SlidingWindowLimiter()
+    for (let i = 0; i < 10; i++) expect(limiter.hit("a", 500, 10, 1000)).toBe(true)
+    expect(limiter.hit("a", 999, 10, 1000)).toBe(false)
+    // Half way into the next window, half of the previous 10 still count.
+    expect([1, 2, 3, 4, 5, 6].map(() => limiter.hit("a", 1500, 10, 1000))).toEqual([true, true, true, true, true, false])
+  })
+
+  it("keeps memory bounded however many addresses arrive", () => {
+    const limiter = new SlidingWindowLimiter(1000)
+    for (let i = 0; i < 50_000; i++) limiter.hit(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, i, 3, 10_000)
+    expect(limiter.size).toBe(1000)
+    limiter.sweep(50_000 + 20_000, 10_000)
+    expect(limiter.size).toBe(0)
+  })
+})
+
+describe("IP filter rule", () => {
+  const filter = (whitelist: Array<string>, blacklist: Array<string>) => compileFilter({ whitelist, blacklist })
+
+  it("allowed when not blacklisted AND (whitelist empty OR whitelisted)", () => {
+    const open = filter([], [])
+    expect(isAllowed(open, "1.2.3.4")).toBe(true)
+    const deny = filter([], ["10.0.0.0/8"])
+    expect(isAllowed(deny, "10.1.2.3")).toBe(false)
+    expect(isAllowed(deny, "11.1.2.3")).toBe(true)
+    const both = filter(["10.0.0.0/8"], ["10.6.6.0/24"])
+    expect(isAllowed(both, "10.1.1.1")).toBe(true)
+    expect(isAllowed(both, "10.6.6.6")).toBe(false) // blacklist wins inside the whitelist
+    expect(isAllowed(both, "192.168.0.1")).toBe(false)
+  })
+
+  it("matches IPv6, IPv4-mapped addresses against IPv4 ranges, and single addresses", () => {
+    const f = filter(["2001:db8::/32", "192.0.2.7", "::ffff:198.51.100.0/120"], [])
+    expect(isAllowed(f, "2001:db8::42")).toBe(true)
+    expect(isAllowed(f, "2001:db9::1")).toBe(false)
+    expect(isAllowed(f, "::ffff:192.0.2.7")).toBe(true)
+    expect(isAllowed(f, "192.0.2.8")).toBe(false)
+    expect(isAllowed(f, "198.51.100.200")).toBe(true)
+    expect(isAllowed(filter(["10.0.0.0/8"], []), "not an ip")).toBe(false)
+  })
+})
