@@ -6,6 +6,7 @@ import { Layer } from "effect"
 import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
 import { Forwarding } from "../services/Forwarding.js"
+import { HealthMonitor } from "../services/HealthMonitor.js"
 import { IpFilter } from "../services/IpFilter.js"
 import { Listener } from "../services/Listener.js"
 import { RateLimiter } from "../services/RateLimiter.js"
@@ -18,7 +19,7 @@ import { StatusService } from "../services/StatusService.js"
 const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
 const Edges = Layer.mergeAll(Backend.Default, Forwarding.Default, Router.Default, RateLimiter.Default, IpFilter.Default).pipe(Layer.provideMerge(State))
 const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
-const Sessions = Session.Default.pipe(Layer.provideMerge(Answers))
+const Sessions = Session.Default.pipe(Layer.provideMerge(Answers), Layer.provideMerge(HealthMonitor.Default.pipe(Layer.provide(State))))
 
 /** Every service of the proxy plus the listener; accepting starts when this layer is built. */
 export const ProxyLayer = Listener.Default.pipe(Layer.provideMerge(Sessions))

@@ -125,3 +125,13 @@ export const encodeProxyV2 = (source: ProxyEndpoint, destination: ProxyEndpoint)
   header.writeUInt16BE(block.length, 14)
   return Buffer.concat([header, block])
 }
+
+/** A PROXY v2 LOCAL header: the proxy's own connection (a health check), no client address. */
+export const encodeProxyV2Local = (): Buffer => {
+  const header = Buffer.alloc(16)
+  V2_SIGNATURE.copy(header, 0)
+  header[12] = 0x20
+  header[13] = 0x00
+  header.writeUInt16BE(0, 14)
+  return header
+}

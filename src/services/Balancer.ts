@@ -95,6 +95,9 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
               if (state !== undefined && state.active > 0) state.active -= 1
             })
         ),
+      /** Whether any address passes the active health check (true for servers without one). */
+      anyHealthy: (server: ServerDefinition) =>
+        Effect.sync(() => server.config.addresses.some((address) => stateOf(server.id, address).healthy)),
       /** Whether any address of the server is believed reachable right now. */
       anyAvailable: (server: ServerDefinition) =>
         Effect.map(Clock.currentTimeMillis, (now) =>

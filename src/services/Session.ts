@@ -8,6 +8,7 @@
 import { Cause, Duration, Effect, Option } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
+import type { ServerState } from "../schema/common.js"
 import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import { RAW_PROXY_MODES } from "../schema/ServerConfig.js"
@@ -241,7 +242,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         }
         const answer = yield* status.answer({
           server,
-          state: "online",
+          state: server === undefined ? "online" : yield* stateOf(server),
           handshake,
           clientIp: peer.clientIp,
           preamble: server === undefined ? undefined : preambleFor(server, peer)
@@ -261,7 +262,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* timed(reader.read("the status request", 64, packet(0x00, 16, () => undefined)), "the status request")
         const answer = yield* status.answer({
           server,
-          state: "online",
+          state: server === undefined ? "online" : yield* stateOf(server),
           handshake,
           clientIp: peer.clientIp,
           preamble: server === undefined ? undefined : preambleFor(server, peer)
@@ -357,6 +358,10 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       })
 
     /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
+    /** The state a ping shows: a server whose every address fails its health check is `unreachable`. */
+    const stateOf = (server: ServerDefinition) =>
+      Effect.map(balancer.anyHealthy(server), (healthy): ServerState => (healthy ? "online" : "unreachable"))
+
     /** Refuses a connection in the words its kind of client understands: a disconnect for logins, silence for pings. */
     const refuse = (socket: Socket, opening: Opening, message: string) => {
       switch (opening._tag) {

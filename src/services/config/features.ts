@@ -33,7 +33,6 @@ export const inactiveFeatures = (
   if (global.forwarding.mode === "modern") {
     add("[forwarding].mode", "modern forwarding needs the packet modes, not active yet; logins that need it are refused")
   }
-  if (global.active_health.enabled) add("[active_health]", "active health checks are not active yet")
   const keepalive = keepaliveSupport()
   if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
   const list = [...servers]
@@ -49,7 +48,6 @@ export const inactiveFeatures = (
     const where = `${server.file}`
     const mode = server.config.proxy_mode
     if (server.config.server_manager !== undefined) add(`${where}: [server_manager]`, "server managers are not active yet")
-    if (server.config.active_health?.enabled === true) add(`${where}: active_health`, "active health checks are not active yet")
     if (mode === "client_only") {
       add(`${where}: proxy_mode`, "client_only (authentication at the proxy) is not active yet; logins to this server are refused")
     } else if (mode === "offline") {

@@ -1,0 +1,122 @@
+/** [active_health] on a running proxy: probes, the Balancer's order, the unreachable state and the concurrency bound. */
+import { Effect } from "effect"
+import * as net from "node:net"
+import { afterEach, describe, expect, it } from "vitest"
+import { Balancer } from "../../src/services/Balancer.js"
+import { ConfigStore } from "../../src/services/ConfigStore.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { startPortal } from "../helpers/portal.js"
+import { waitFor } from "../helpers/wait.js"
+import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
+
+const servers: Array<net.Server> = []
+const accepted = new Set<net.Socket>()
+afterEach(async () => {
+  for (const socket of accepted) socket.destroy()
+  accepted.clear()
+  await Promise.all(servers.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
+})
+
+/** A TCP server that accepts and never answers: up for a tcp probe, down for a status_ping one. */
+const blackHole = async (port = 0) => {
+  const open = new Set<net.Socket>()
+  let peak = 0
+  const server = net.createServer((socket) => {
+    open.add(socket)
+    accepted.add(socket)
+    peak = Math.max(peak, open.size)
+    socket.on("error", () => {})
+    socket.on("close", () => open.delete(socket))
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    peak: () => peak,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of open) socket.destroy()
+      server.close(() => resolve())
+    })
+  }
+}
+
+const health = (kind: string, extra = "") =>
+  `[active_health]\nenabled = true\nkind = "${kind}"\ninterval = "200ms"\nunhealthy_interval = "200ms"\ntimeout = "300ms"\n${extra}`
+
+const statusOf = (portal: Awaited<ReturnType<typeof startPortal>>, serverId: string) =>
+  portal.run(
+    Effect.gen(function* () {
+      const server = (yield* (yield* ConfigStore).get).servers.get(serverId)!
+      return yield* (yield* Balancer).status(server)
+    })
+  )
+
+describe("active health checks", () => {
+  it("tcp probes mark an address down when it stops accepting and up when it is back", async () => {
+    const hole = await blackHole()
+    const port = hole.port
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("tcp")}`, { "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${port}"]` })
+    const portal = await startPortal(dir.configFile)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(true)
+    await hole.close()
+    await portal.waitForLog(/health: s 127\.0\.0\.1:\d+ is down \(ECONNREFUSED\)/)
+    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
+    // Every address down: the server shows its unreachable MOTD without trying the backend.
+    expect(reasonText((await ping(portal.port, "s.example.com")).description)).toMatch(/cannot be reached/)
+    await blackHole(port)
+    await portal.waitForLog(/health: s 127\.0\.0\.1:\d+ is up again/)
+  })
+
+  it("status_ping probes see a backend that accepts but does not answer; logins go to the healthy address first", async () => {
+    const hole = await blackHole()
+    const good = await startBackend("good")
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nconnect_timeout = "5s"\n${health("status_ping")}`, {
+      "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${hole.port}", "127.0.0.1:${good.port}"]\n[timeouts]\nread = "3s"`
+    })
+    const portal = await startPortal(dir.configFile)
+    await portal.waitForLog(new RegExp(`health: s 127\\.0\\.0\\.1:${hole.port} is down`))
+    const status = await statusOf(portal, "s")
+    expect(status.map((address) => address.healthy)).toEqual([false, true])
+    // first_available would pick the black hole first; health puts it last.
+    expect(await join(portal.port, "s.example.com")).toEqual({ _tag: "Kicked", reason: "kick: good" })
+    expect(reasonText((await ping(portal.port, "s.example.com")).description)).toBe("motd of good")
+  })
+
+  it("a server's override turns probes on for it alone, and max_concurrent bounds probes in flight", async () => {
+    const holes = await Promise.all(Array.from({ length: 6 }, () => blackHole()))
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "s.toml": [
+        `domains = ["s.example.com"]`,
+        `addresses = [${holes.map((hole) => `"127.0.0.1:${hole.port}"`).join(", ")}]`,
+        `active_health = { enabled = true, kind = "status_ping", interval = "100ms", unhealthy_interval = "100ms", timeout = "400ms", max_concurrent = 2 }`
+      ].join("\n"),
+      "other.toml": `domains = ["o.example.com"]\naddresses = ["127.0.0.1:1"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    await waitFor(async () => ((await statusOf(portal, "s")).every((a) => !a.healthy) ? true : undefined), { what: "all down" })
+    expect(holes.every((hole) => hole.peak() >= 1)).toBe(true)
+    // Concurrency: count connections open at the same moment across all six.
+    const samples: Array<number> = []
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      samples.push(await countOpen(holes.map((hole) => hole.port)))
+    }
+    expect(Math.max(...samples)).toBeLessThanOrEqual(2)
+    // The other server has no probes: its address stays healthy although nothing listens there.
+    expect((await statusOf(portal, "other"))[0]!.healthy).toBe(true)
+  })
+})
+
+/** Established connections to the given local ports, read from /proc/net/tcp. */
+const countOpen = async (ports: Array<number>): Promise<number> => {
+  const { readFileSync } = await import("node:fs")
+  const wanted = new Set(ports.map((port) => port.toString(16).toUpperCase().padStart(4, "0")))
+  return readFileSync("/proc/net/tcp", "utf8")
+    .split("\n")
+    .slice(1)
+    .filter((line) => {
+      const fields = line.trim().split(/\s+/)
+      return fields[3] === "01" && wanted.has(fields[1]?.split(":")[1] ?? "")
+    }).length
+}
