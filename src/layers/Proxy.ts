@@ -4,6 +4,7 @@
  */
 import { Layer } from "effect"
 import { Backend } from "../services/Backend.js"
+import { BanStore } from "../services/BanStore.js"
 import { Balancer } from "../services/Balancer.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { HealthMonitor } from "../services/HealthMonitor.js"
@@ -17,7 +18,14 @@ import { Session } from "../services/Session.js"
 import { StatusService } from "../services/StatusService.js"
 
 const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
-const Edges = Layer.mergeAll(Backend.Default, Forwarding.Default, Router.Default, RateLimiter.Default, IpFilter.Default).pipe(Layer.provideMerge(State))
+const Edges = Layer.mergeAll(
+  Backend.Default,
+  Forwarding.Default,
+  Router.Default,
+  RateLimiter.Default,
+  IpFilter.Default,
+  BanStore.Default
+).pipe(Layer.provideMerge(State))
 const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
 const Sessions = Session.Default.pipe(Layer.provideMerge(Answers), Layer.provideMerge(HealthMonitor.Default.pipe(Layer.provide(State))))
 

@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Duration, Effect, Option } from "effect"
+import { Cause, Clock, Duration, Effect, Option } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -27,6 +27,7 @@ import { ProtocolError } from "../protocol/ProtocolError.js"
 import { encodeProxyV2, readProxyHeader } from "../protocol/proxyProtocol.js"
 import { encodePongFromBody, encodeStatusResponse } from "../protocol/status.js"
 import { Backend } from "./Backend.js"
+import { BanStore, banMessage } from "./BanStore.js"
 import { Balancer } from "./Balancer.js"
 import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
 import { Forwarding, forwardingModeOf } from "./Forwarding.js"
@@ -175,6 +176,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const relay = yield* Relay
     const rateLimiter = yield* RateLimiter
     const ipFilter = yield* IpFilter
+    const bans = yield* BanStore
 
     const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
       Effect.gen(function* () {
@@ -296,6 +298,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         releaseSlot()
         const player: LoginStart = start.value
         const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+        const playerBan = yield* bans.checkPlayer({ name: player.name, uuid: player.uuid })
+        if (Option.isSome(playerBan)) {
+          yield* Effect.logInfo(`refused ${who}: banned (${playerBan.value.reason})`)
+          const now = yield* Clock.currentTimeMillis
+          return yield* disconnect(client, banMessage(playerBan.value, Math.floor(now / 1000)))
+        }
         yield* Effect.annotateCurrentSpan({ player: player.name })
 
         if (!RAW_PROXY_MODES.includes(server.config.proxy_mode) && server.config.proxy_mode !== "offline") {
@@ -389,10 +397,17 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         }
         const releaseSlot = slot.value
         const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
+        const ipBan = globallyAllowed ? yield* bans.checkIp(ip) : Option.none()
+        // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
         const opening = yield* readOpening(reader)
         if (!globallyAllowed) {
           yield* Effect.logInfo("refused by the global [ip_filter]")
           return yield* refuse(socket, opening, MESSAGES.notAllowed)
+        }
+        if (Option.isSome(ipBan)) {
+          yield* Effect.logInfo(`refused: the address is banned (${ipBan.value.reason})`)
+          const now = yield* Clock.currentTimeMillis
+          return yield* refuse(socket, opening, banMessage(ipBan.value, Math.floor(now / 1000)))
         }
         switch (opening._tag) {
           case "LegacyPing":
