@@ -3,10 +3,11 @@
  * of every server is replaced by an embedded demo backend, so a real Minecraft client pointed at localhost sees
  * routing work with no game server installed.
  */
-import { Effect, Layer, Scope, Stream, SubscriptionRef } from "effect"
+import { Duration, Effect, Layer, Scope, Stream, SubscriptionRef } from "effect"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { type ConfigSnapshot, ConfigStore } from "../services/ConfigStore.js"
+import type { MakeProvider, Provider } from "../services/ServerManager.js"
 import { startDemoBackend } from "./dev/DemoBackend.js"
 
 export const DevConfigStore = Layer.scoped(
@@ -36,9 +37,8 @@ export const DevConfigStore = Layer.scoped(
         const servers = new Map<string, ServerDefinition>()
         for (const [id, server] of snapshot.servers) {
           const addresses = yield* Effect.forEach(server.config.addresses, (_, index) => demoFor(server, index))
-          // Demo backends understand plain handshakes only, and need no server manager to be online.
-          const { server_manager, ...config } = server.config
-          servers.set(id, { ...server, config: { ...config, addresses, send_proxy_protocol: false, forwarding_mode: "none" } })
+          // Demo backends understand plain handshakes only. A server manager stays: demoProvider plays it.
+          servers.set(id, { ...server, config: { ...server.config, addresses, send_proxy_protocol: false, forwarding_mode: "none" } })
         }
         const mapped: ConfigSnapshot = { ...snapshot, servers }
         return mapped
@@ -61,3 +61,26 @@ export const DevConfigStore = Layer.scoped(
     }
   })
 )
+
+/** How long a demo server takes to "start", so that the sleeping and starting MOTDs can be seen. */
+const DEMO_START = Duration.seconds(3)
+
+/**
+ * The server manager of development mode: starting and stopping are simulated (the demo backend always listens),
+ * so wake on join, the lifecycle MOTDs and idle shutdown can be tried without a real server or panel.
+ */
+export const demoProvider: MakeProvider = ({ serverId, report }) =>
+  Effect.sync(() => {
+    const provider: Provider = {
+      initial: Effect.succeed({ _tag: "Stopped", requested: false, detail: "demo server asleep" }),
+      watch: Effect.never,
+      start: Effect.gen(function* () {
+        yield* Effect.logInfo(`dev: starting demo server ${serverId} (${Duration.format(DEMO_START)})`)
+        yield* report({ _tag: "Starting", detail: "demo start" })
+        yield* Effect.forkDaemon(Effect.delay(report({ _tag: "Running", detail: "demo server ready" }), DEMO_START))
+      }),
+      stop: report({ _tag: "Stopped", requested: true, detail: "demo server stopped" }),
+      abort: Effect.void
+    }
+    return provider
+  })

@@ -1,10 +1,10 @@
 /** The production wiring: every service built once, at the top. */
 import { FetchHttpClient } from "@effect/platform"
-import { NodeFileSystem } from "@effect/platform-node"
+import { NodeCommandExecutor, NodeFileSystem } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { ConfigStore } from "../services/ConfigStore.js"
-import { DevConfigStore } from "./Dev.js"
-import { ProxyLayer } from "./Proxy.js"
+import { DevConfigStore, demoProvider } from "./Dev.js"
+import { makeProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
 
 export interface MainOptions {
@@ -13,7 +13,11 @@ export interface MainOptions {
   readonly dev: boolean
 }
 
-export const Platform = Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)
+export const Platform = Layer.mergeAll(
+  NodeFileSystem.layer,
+  FetchHttpClient.layer,
+  NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))
+)
 
 /** Logs what was loaded before the listener starts. */
 const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
@@ -21,5 +25,6 @@ const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effe
 export const MainLayer = (options: MainOptions) => {
   const base = ConfigStore.layer({ configFile: options.configFile })
   const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
-  return ProxyLayer.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))
+  const proxy = makeProxyLayer(options.dev ? { serverManager: { makeProvider: demoProvider } } : {})
+  return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))
 }

@@ -36,6 +36,7 @@ import { IpFilter } from "./IpFilter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { type ByteMeter, Relay, relayTimeouts } from "./Relay.js"
 import { Router } from "./Router.js"
+import { ServerManager } from "./ServerManager.js"
 import { MESSAGES } from "./session/messages.js"
 import { done, failParse, needMore, type Parse, SocketReader, writeAll } from "./session/SocketReader.js"
 import { StatusService } from "./StatusService.js"
@@ -177,6 +178,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const rateLimiter = yield* RateLimiter
     const ipFilter = yield* IpFilter
     const bans = yield* BanStore
+    const manager = yield* ServerManager
 
     const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
       Effect.gen(function* () {
@@ -329,6 +331,15 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           uuid: player.uuid
         })
 
+        const wake = yield* manager.ensureOnline(server.id)
+        if (wake._tag === "Starting") {
+          yield* Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`)
+          return yield* disconnect(client, MESSAGES.starting)
+        }
+        if (wake._tag === "Unavailable") {
+          yield* Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`)
+          return yield* disconnect(client, server.config.disconnect_message)
+        }
         const dialed = yield* Effect.either(backend.connect(server, snapshot.global))
         if (dialed._tag === "Left") {
           yield* Effect.logWarning(`${who} could not join ${server.id}: ${dialed.left.message}`)
@@ -366,9 +377,16 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       })
 
     /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
-    /** The state a ping shows: a server whose every address fails its health check is `unreachable`. */
+    /**
+     * The state a ping shows: the server manager's, and for a server that should be online but whose every address
+     * fails its health check, `unreachable`.
+     */
     const stateOf = (server: ServerDefinition) =>
-      Effect.map(balancer.anyHealthy(server), (healthy): ServerState => (healthy ? "online" : "unreachable"))
+      Effect.gen(function* () {
+        const state = yield* manager.stateOf(server.id)
+        if (state !== "online") return state
+        return (yield* balancer.anyHealthy(server)) ? state : ("unreachable" satisfies ServerState)
+      })
 
     /** Refuses a connection in the words its kind of client understands: a disconnect for logins, silence for pings. */
     const refuse = (socket: Socket, opening: Opening, message: string) => {

@@ -140,13 +140,11 @@ describe("PROXY protocol in", () => {
             probe.on("error", () => resolve(undefined))
           })
         )
-        const client = net.connect({ host: "127.0.0.2", port, localAddress: "127.0.0.3" })
-        const result = await join(port, "mc.example.com", { preamble: Buffer.alloc(0) }).catch(() => undefined)
-        client.destroy()
-        expect(result?._tag).toBe("Kicked")
-        // HAProxy saw the client as 127.0.0.1 (join connects from there) and said so in its header.
-        expect(backend.handshakes.at(-1)!.host.split("\0")[1]).toBe("127.0.0.1")
-        await portal.waitForLog(new RegExp(`joined main .*`))
+        const result = await join(port, "mc.example.com", { address: "127.0.0.2", localAddress: "127.0.0.3" })
+        expect(result).toEqual({ _tag: "Kicked", reason: "kick: main" })
+        // Portal's TCP peer is HAProxy (127.0.0.1); the client address comes from HAProxy's header.
+        expect(backend.handshakes.at(-1)!.host.split("\0")[1]).toBe("127.0.0.3")
+        await portal.waitForLog(/joined main .*ip=127\.0\.0\.3/)
       } finally {
         child.kill("SIGKILL")
       }

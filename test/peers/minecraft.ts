@@ -86,8 +86,8 @@ export const startBackend = async (name: string, options: { hold?: boolean; port
   return peer
 }
 
-const connectVia = (port: number, preamble?: Buffer, address = "127.0.0.1") => (client: { setSocket(socket: net.Socket): void; emit(event: string): void }) => {
-  const socket = net.connect(port, address)
+const connectVia = (port: number, preamble?: Buffer, address = "127.0.0.1", localAddress?: string) => (client: { setSocket(socket: net.Socket): void; emit(event: string): void }) => {
+  const socket = net.connect(localAddress === undefined ? { port, host: address } : { port, host: address, localAddress })
   if (preamble !== undefined) socket.write(preamble)
   client.setSocket(socket)
 }
@@ -136,7 +136,15 @@ export const reasonText = (reason: unknown): string => {
 export const join = (
   portalPort: number,
   host: string,
-  options: { version?: ClientVersion; username?: string; preamble?: Buffer; timeoutMs?: number; address?: string } = {}
+  options: {
+    version?: ClientVersion
+    username?: string
+    preamble?: Buffer
+    timeoutMs?: number
+    /** The proxy's address to connect to, and the local address to connect from. */
+    address?: string
+    localAddress?: string
+  } = {}
 ): Promise<JoinResult> =>
   new Promise((resolve, reject) => {
     const client = mc.createClient({
@@ -146,7 +154,7 @@ export const join = (
       username: options.username ?? "Steve",
       auth: "offline",
       version: options.version ?? "1.20.4",
-      connect: connectVia(portalPort, options.preamble, options.address),
+      connect: connectVia(portalPort, options.preamble, options.address, options.localAddress),
       hideErrors: true,
       keepAlive: false
     })

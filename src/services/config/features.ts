@@ -47,7 +47,6 @@ export const inactiveFeatures = (
   for (const server of list) {
     const where = `${server.file}`
     const mode = server.config.proxy_mode
-    if (server.config.server_manager !== undefined) add(`${where}: [server_manager]`, "server managers are not active yet")
     if (mode === "client_only") {
       add(`${where}: proxy_mode`, "client_only (authentication at the proxy) is not active yet; logins to this server are refused")
     } else if (mode === "offline") {

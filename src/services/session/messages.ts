@@ -7,6 +7,7 @@ export const MESSAGES = {
   clientOnlyUnavailable:
     "§cThis server is set up for authentication at the proxy (client_only), which this Portal version does not provide yet.",
   forwardingUnavailable: "§cThis server's player forwarding is misconfigured. Please tell the server owner.",
+  starting: "§eThe server is starting. Please rejoin in a few seconds.",
   notAllowed: "§cYou are not allowed to connect to this server.",
   rateLimited: "§cToo many connection attempts. Please wait a moment and try again.",
   shuttingDown: "§eThe proxy is restarting. Please reconnect in a moment."

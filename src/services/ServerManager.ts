@@ -1,0 +1,434 @@
+/**
+ * ServerManager: the lifecycle of servers that have a `[server_manager]` table. Tracks each one's state
+ * (sleeping, starting, online, stopping, crashed, offline), wakes a server when a player joins, stops it after
+ * `shutdown_after` without players, and follows configuration reloads. The providers under `manager/` do the
+ * starting and stopping; the pure state machine in `manager/stateMachine.ts` decides every transition.
+ *
+ * Servers without `[server_manager]` are not tracked here and are always reported `online`.
+ */
+import { CommandExecutor, HttpClient } from "@effect/platform"
+import {
+  Clock,
+  Config,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  FiberRef,
+  HashMap,
+  Option,
+  PubSub,
+  Schedule,
+  Schema,
+  Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
+import type { ServerState } from "../schema/common.js"
+import { ServerManager as ServerManagerSchema, type ServerManagerConfig } from "../schema/ServerConfig.js"
+import { ConfigStore, type ConfigSnapshot } from "./ConfigStore.js"
+import { makeController } from "./manager/controller.js"
+import { makeLocal } from "./manager/local.js"
+import { makePanel } from "./manager/panel.js"
+import { type MakeProvider, type Observation, type Provider, REQUEST_TIMEOUT } from "./manager/Provider.js"
+import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
+import { PlayerRegistry } from "./PlayerRegistry.js"
+
+export { ProviderError } from "./manager/Provider.js"
+export type { MakeProvider, Observation, Provider, ProviderInput } from "./manager/Provider.js"
+
+/** How long a login waits for a sleeping server to come online before the player is told it is starting. */
+export const WAKE_WAIT = Duration.seconds(25)
+/** Environment variable that overrides `WAKE_WAIT` (milliseconds). */
+export const WAKE_WAIT_ENV = "PORTAL_WAKE_WAIT_MS"
+
+export interface StateChange {
+  readonly serverId: string
+  readonly from: ServerState
+  readonly to: ServerState
+  /** Epoch milliseconds. */
+  readonly at: number
+  readonly reason?: string
+}
+
+export type EnsureResult =
+  /** Ready (or not managed). */
+  | { readonly _tag: "Online" }
+  /** Still starting after the wait bound. */
+  | { readonly _tag: "Starting" }
+  /** Cannot be woken now: offline, a start that failed, a provider error. */
+  | { readonly _tag: "Unavailable"; readonly state: ServerState; readonly reason: string }
+
+/** The state of a managed server with its reason, for operators. */
+export interface ServerStatus {
+  readonly state: ServerState
+  readonly reason: string
+  /** Epoch milliseconds of the last change of state. */
+  readonly since: number
+}
+
+export interface ServerManagerOptions {
+  /** Overrides `WAKE_WAIT` (and `PORTAL_WAKE_WAIT_MS`). */
+  readonly wakeWait?: Duration.DurationInput
+  /** Bound of one HTTP request to a panel or controller API (default 5 s). */
+  readonly requestTimeout?: Duration.DurationInput
+  /** Builds the providers; by default `local`, `panel` or `controller` from the server's `type`. */
+  readonly makeProvider?: MakeProvider
+}
+
+interface Entry {
+  readonly id: string
+  readonly config: ServerManagerConfig
+  /** The encoded `[server_manager]` table, to notice changes on reload. */
+  readonly key: string
+  readonly scope: Scope.CloseableScope
+  readonly status: SubscriptionRef.SubscriptionRef<Status>
+  readonly lock: Effect.Semaphore
+  readonly provider: Provider
+  /** Counts starts and stops Portal asked for; a timer only acts on the one it was set for. */
+  starts: number
+  stops: number
+  /** A player waited while the server was stopping: start it as soon as the stop is done. */
+  startAfterStop: boolean
+  /** Last idle check that saw a player (epoch ms). */
+  lastBusy: number
+}
+
+const encodeManager = Schema.encodeSync(ServerManagerSchema)
+const configKey = (config: ServerManagerConfig) => JSON.stringify(encodeManager(config))
+
+const ONLINE: EnsureResult = { _tag: "Online" }
+const STARTING: EnsureResult = { _tag: "Starting" }
+
+/** How long a stop Portal asked for may take before the server is taken to be still running. */
+const stopBound = (config: ServerManagerConfig) =>
+  config.type === "local" ? Duration.sum(config.shutdown_timeout, Duration.seconds(10)) : config.start_timeout
+
+/** The idle check runs often enough to stop within a quarter of `shutdown_after` (at most every 5 s). */
+const idleCheckInterval = (shutdownAfter: Duration.Duration) =>
+  Duration.millis(Math.min(5_000, Math.max(50, Math.floor(Duration.toMillis(shutdownAfter) / 4))))
+
+const defaultProvider =
+  (executor: CommandExecutor.CommandExecutor, client: HttpClient.HttpClient): MakeProvider =>
+  (input) => {
+    const config = input.config
+    switch (config.type) {
+      case "local":
+        return makeLocal(input, config).pipe(Effect.provideService(CommandExecutor.CommandExecutor, executor))
+      case "panel":
+        return makePanel(input, config).pipe(Effect.provideService(HttpClient.HttpClient, client))
+      case "controller":
+        return makeController(input, config).pipe(Effect.provideService(HttpClient.HttpClient, client))
+    }
+  }
+
+const readWakeWait = (options: ServerManagerOptions) =>
+  options.wakeWait !== undefined
+    ? Effect.succeed(Duration.decode(options.wakeWait))
+    : Config.integer(WAKE_WAIT_ENV).pipe(
+        Config.option,
+        Effect.map(Option.match({ onNone: () => WAKE_WAIT, onSome: (ms) => Duration.millis(Math.max(0, ms)) })),
+        Effect.orElseSucceed(() => WAKE_WAIT)
+      )
+
+const make = (options: ServerManagerOptions) =>
+  Effect.gen(function* () {
+    const store = yield* ConfigStore
+    const registry = yield* PlayerRegistry
+    const executor = yield* CommandExecutor.CommandExecutor
+    const client = yield* HttpClient.HttpClient
+    const wakeWait = yield* readWakeWait(options)
+    const requestTimeout = Duration.decode(options.requestTimeout ?? REQUEST_TIMEOUT)
+    const makeProvider = options.makeProvider ?? defaultProvider(executor, client)
+    const hub = yield* PubSub.sliding<StateChange>(4096)
+    const entries = new Map<string, Entry>()
+    const reconcileLock = yield* Effect.makeSemaphore(1)
+
+    /** Work done for a server runs with its annotation only (not the annotations of the caller's connection). */
+    const asServer = (id: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.locally(effect, FiberRef.currentLogAnnotations, HashMap.make(["server", id] as const))
+
+    const locked = <A, E, R>(entry: Entry, effect: Effect.Effect<A, E, R>) => entry.lock.withPermits(1)(effect).pipe(asServer(entry.id))
+
+    /** Applies one event (the caller holds the lock); true when the state changed. */
+    const transition = (entry: Entry, event: Event): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        const before = yield* SubscriptionRef.get(entry.status)
+        const next = step(before, event)
+        if (next === undefined) return false
+        const now = yield* Clock.currentTimeMillis
+        const changed = next.state !== before.state
+        yield* SubscriptionRef.set(entry.status, {
+          state: next.state,
+          reason: next.reason,
+          pending: next.pending,
+          progressed: next.progressed,
+          since: changed ? now : before.since
+        })
+        if (!changed) {
+          if (next.state === "offline" && next.reason !== before.reason) yield* Effect.logInfo(`still offline: ${next.reason}`)
+          return false
+        }
+        yield* Effect.logInfo(`${entry.id}: ${before.state} -> ${next.state} (${next.reason})`)
+        yield* PubSub.publish(hub, { serverId: entry.id, from: before.state, to: next.state, at: now, reason: next.reason })
+        if (before.state === "stopping" && (next.state === "sleeping" || next.state === "crashed") && entry.startAfterStop) {
+          entry.startAfterStop = false
+          yield* beginStart(entry, "a player joined while the server was stopping")
+        }
+        if (next.state !== "stopping") entry.startAfterStop = false
+        return true
+      })
+
+    /** Starts a sleeping or crashed server (the caller holds the lock); false when it was not in such a state. */
+    const beginStart = (entry: Entry, reason: string): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        if (!(yield* transition(entry, { _tag: "StartRequested", reason }))) return false
+        entry.starts += 1
+        const attempt = entry.starts
+        const timeout = entry.config.start_timeout
+        const watchdog = Effect.sleep(timeout).pipe(
+          Effect.zipRight(
+            locked(
+              entry,
+              Effect.gen(function* () {
+                if (attempt !== entry.starts) return
+                const timedOut = yield* transition(entry, { _tag: "StartTimedOut", reason: `not ready within ${Duration.format(timeout)}` })
+                if (timedOut) yield* Effect.forkIn(entry.provider.abort.pipe(asServer(entry.id)), entry.scope)
+              })
+            )
+          )
+        )
+        const run = Effect.either(entry.provider.start).pipe(
+          Effect.flatMap(
+            Either.match({
+              onRight: () => Effect.void,
+              onLeft: (error) =>
+                locked(entry, attempt === entry.starts ? transition(entry, { _tag: "StartFailed", error }) : Effect.succeed(false))
+            })
+          )
+        )
+        yield* Effect.forkIn(watchdog.pipe(asServer(entry.id)), entry.scope)
+        yield* Effect.forkIn(run.pipe(asServer(entry.id)), entry.scope)
+        return true
+      })
+
+    /** Stops an online (or starting) server (the caller holds the lock). */
+    const beginStop = (entry: Entry, reason: string): Effect.Effect<boolean> =>
+      Effect.gen(function* () {
+        if (!(yield* transition(entry, { _tag: "StopRequested", reason }))) return false
+        entry.stops += 1
+        const attempt = entry.stops
+        const bound = stopBound(entry.config)
+        const watchdog = Effect.sleep(bound).pipe(
+          Effect.zipRight(
+            locked(
+              entry,
+              attempt === entry.stops
+                ? transition(entry, { _tag: "StopTimedOut", reason: `the stop was not confirmed within ${Duration.format(bound)}` })
+                : Effect.succeed(false)
+            )
+          )
+        )
+        const run = Effect.either(entry.provider.stop).pipe(
+          Effect.flatMap(
+            Either.match({
+              onRight: () => Effect.void,
+              onLeft: (error) =>
+                locked(entry, attempt === entry.stops ? transition(entry, { _tag: "StopFailed", error }) : Effect.succeed(false))
+            })
+          )
+        )
+        yield* Effect.forkIn(watchdog.pipe(asServer(entry.id)), entry.scope)
+        yield* Effect.forkIn(run.pipe(asServer(entry.id)), entry.scope)
+        return true
+      })
+
+    /** Resolves when the state is no longer `from` (true) or when `millis` have passed (false). */
+    const waitWhile = (entry: Entry, from: ServerState, millis: number) =>
+      millis <= 0
+        ? Effect.succeed(false)
+        : entry.status.changes.pipe(
+            Stream.filter((status) => status.state !== from),
+            Stream.runHead,
+            Effect.interruptible,
+            Effect.timeoutOption(Duration.millis(millis)),
+            Effect.map(Option.isSome)
+          )
+
+    const ensureOnline = (serverId: string): Effect.Effect<EnsureResult> =>
+      Effect.gen(function* () {
+        const entry = entries.get(serverId)
+        if (entry === undefined) return ONLINE
+        const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(wakeWait)
+        const remaining = Effect.map(Clock.currentTimeMillis, (now) => deadline - now)
+        // One start per call at most: a start that fails is reported, not retried in a loop.
+        let startSeen = false
+        for (;;) {
+          const status = yield* SubscriptionRef.get(entry.status)
+          switch (status.state) {
+            case "online":
+            case "unreachable":
+              return ONLINE
+            case "offline":
+              return { _tag: "Unavailable", state: status.state, reason: status.reason }
+            case "sleeping":
+            case "crashed":
+              if (startSeen) return { _tag: "Unavailable", state: status.state, reason: status.reason }
+              startSeen = true
+              yield* locked(entry, beginStart(entry, "a player is joining"))
+              continue
+            case "starting":
+              startSeen = true
+              if (!(yield* waitWhile(entry, "starting", yield* remaining))) return STARTING
+              continue
+            case "stopping":
+              if (yield* waitWhile(entry, "stopping", yield* remaining)) continue
+              // Out of time: have the server started as soon as the stop is done.
+              yield* locked(
+                entry,
+                Effect.gen(function* () {
+                  const now = yield* SubscriptionRef.get(entry.status)
+                  if (now.state === "stopping") entry.startAfterStop = true
+                  else yield* beginStart(entry, "a player is joining")
+                })
+              )
+              return STARTING
+          }
+        }
+      })
+
+    const idleCheck = (entry: Entry, shutdownAfter: Duration.Duration) =>
+      Effect.gen(function* () {
+        const status = yield* SubscriptionRef.get(entry.status)
+        if (status.state !== "online") return
+        const now = yield* Clock.currentTimeMillis
+        if ((yield* registry.countFor(entry.id)) > 0) {
+          entry.lastBusy = now
+          return
+        }
+        const idleSince = Math.max(status.since, entry.lastBusy)
+        if (now - idleSince < Duration.toMillis(shutdownAfter)) return
+        yield* locked(
+          entry,
+          Effect.gen(function* () {
+            // Checked again under the lock: the state may have moved on meanwhile.
+            const current = yield* SubscriptionRef.get(entry.status)
+            if (current.state === "online" && current.since === status.since) {
+              yield* beginStop(entry, `no players for ${Duration.format(shutdownAfter)}`)
+            }
+          })
+        )
+      })
+
+    const createEntry = (id: string, config: ServerManagerConfig): Effect.Effect<Entry> =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const lock = yield* Effect.makeSemaphore(1)
+        let entry: Entry | undefined
+        const report = (observation: Observation): Effect.Effect<void> =>
+          Effect.suspend(() => (entry === undefined ? Effect.void : Effect.asVoid(locked(entry, transition(entry, { _tag: "Observed", observation })))))
+        const provider = yield* makeProvider({ serverId: id, config, report, requestTimeout }).pipe(Scope.extend(scope))
+        const first = yield* provider.initial
+        const status = yield* SubscriptionRef.make(initialStatus(first, yield* Clock.currentTimeMillis))
+        const created: Entry = {
+          id,
+          config,
+          key: configKey(config),
+          scope,
+          status,
+          lock,
+          provider,
+          starts: 0,
+          stops: 0,
+          startAfterStop: false,
+          lastBusy: 0
+        }
+        entry = created
+        const initial = yield* SubscriptionRef.get(status)
+        yield* Effect.logInfo(`managed by the ${config.type} provider; state ${initial.state} (${initial.reason})`)
+        yield* Effect.forkIn(provider.watch, scope)
+        const shutdownAfter = config.shutdown_after
+        if (shutdownAfter !== undefined) {
+          yield* Effect.forkIn(
+            idleCheck(created, shutdownAfter).pipe(Effect.repeat(Schedule.spaced(idleCheckInterval(shutdownAfter))), Effect.asVoid),
+            scope
+          )
+        }
+        return created
+      }).pipe(asServer(id))
+
+    const closeEntry = (entry: Entry, why: string) =>
+      Effect.logInfo(`no longer managed: ${why}`).pipe(Effect.zipRight(Scope.close(entry.scope, Exit.void)), asServer(entry.id))
+
+    const reconcile = (snapshot: ConfigSnapshot) =>
+      reconcileLock.withPermits(1)(
+        Effect.gen(function* () {
+          for (const [id, entry] of [...entries]) {
+            const config = snapshot.servers.get(id)?.config.server_manager
+            if (config === undefined) {
+              yield* closeEntry(entry, snapshot.servers.has(id) ? "[server_manager] was removed" : "the server was removed")
+              entries.delete(id)
+            } else if (configKey(config) !== entry.key) {
+              yield* closeEntry(entry, "[server_manager] changed; tracking it again with the new settings")
+              entries.delete(id)
+            }
+          }
+          const added: Array<readonly [string, ServerManagerConfig]> = []
+          for (const [id, server] of snapshot.servers) {
+            const config = server.config.server_manager
+            if (config !== undefined && !entries.has(id)) added.push([id, config])
+          }
+          const created = yield* Effect.forEach(added, ([id, config]) => createEntry(id, config), { concurrency: "unbounded" })
+          for (const entry of created) entries.set(entry.id, entry)
+        })
+      )
+
+    // Registered first so that it runs last: every process started is stopped gracefully, all servers at once.
+    yield* Effect.addFinalizer(() =>
+      reconcileLock.withPermits(1)(
+        Effect.suspend(() => {
+          const all = [...entries.values()]
+          entries.clear()
+          return Effect.forEach(all, (entry) => closeEntry(entry, "Portal is shutting down"), { concurrency: "unbounded", discard: true })
+        })
+      ).pipe(Effect.zipRight(PubSub.shutdown(hub)))
+    )
+
+    yield* reconcile(yield* store.get)
+    yield* Stream.runForEach(store.changes, reconcile).pipe(Effect.forkScoped)
+
+    const statusOf = (serverId: string): Effect.Effect<Option.Option<ServerStatus>> =>
+      Effect.suspend(() => {
+        const entry = entries.get(serverId)
+        return entry === undefined
+          ? Effect.succeedNone
+          : Effect.map(SubscriptionRef.get(entry.status), ({ state, reason, since }) => Option.some({ state, reason, since }))
+      })
+
+    return {
+      /** The state of a server; servers without `[server_manager]` (and unknown ids) are `online`. */
+      stateOf: (serverId: string): Effect.Effect<ServerState> =>
+        Effect.map(statusOf(serverId), Option.match({ onNone: (): ServerState => "online", onSome: (status) => status.state })),
+      /** State, reason and time of the last change of a managed server. */
+      statusOf,
+      /** Every transition of every managed server from the moment the stream is run. */
+      changes: Stream.fromPubSub(hub),
+      /** A subscription taken now (for callers that must not miss a change made right after subscribing). */
+      subscribe: PubSub.subscribe(hub),
+      /** Wake on join: starts a sleeping server and waits up to `WAKE_WAIT` for it. */
+      ensureOnline,
+      /** States of the managed servers. */
+      states: Effect.suspend(() =>
+        Effect.map(
+          Effect.forEach([...entries.values()], (entry) => Effect.map(SubscriptionRef.get(entry.status), (status) => [entry.id, status.state] as const)),
+          (pairs): ReadonlyMap<string, ServerState> => new Map(pairs)
+        )
+      ),
+      /** The wait bound in force (WAKE_WAIT unless overridden). */
+      wakeWait
+    }
+  })
+
+export class ServerManager extends Effect.Service<ServerManager>()("portal/ServerManager", {
+  scoped: (options: ServerManagerOptions = {}) => make(options)
+}) {}

@@ -1,0 +1,42 @@
+/**
+ * Provider `controller`: a server managed by a Crafty Controller (API v2).
+ *
+ * - state: `GET {api_url}/api/v2/servers/{server_id}/stats` -> `data.running` (boolean); `data.crashed` true
+ *   means crashed and `data.waiting_start` true means starting, when the server is not running
+ * - start / stop: `POST {api_url}/api/v2/servers/{server_id}/action/start_server` / `stop_server`
+ * - header: `Authorization: Bearer <api_key>`
+ */
+import { HttpClientRequest } from "@effect/platform"
+import type { HttpClient } from "@effect/platform"
+import type { Effect, Scope } from "effect"
+import type { Observation, Provider, ProviderInput } from "./Provider.js"
+import { apiBase, makeRemote, type RemoteApi, type RemoteConfig, withKey } from "./remote.js"
+
+export const controllerApi = (config: RemoteConfig): RemoteApi => {
+  const base = `${apiBase(config)}/api/v2/servers/${encodeURIComponent(config.server_id)}`
+  const action = (name: "start_server" | "stop_server") => HttpClientRequest.post(`${base}/action/${name}`).pipe(withKey(config))
+  return {
+    name: "controller",
+    keyHint: " (an API token of a user allowed to control this server)",
+    start: action("start_server"),
+    stop: action("stop_server"),
+    state: HttpClientRequest.get(`${base}/stats`).pipe(withKey(config)),
+    parseState: (body): Observation | string => {
+      const answer = body as { status?: unknown; data?: { running?: unknown; crashed?: unknown; waiting_start?: unknown } } | null
+      if (answer?.status !== undefined && answer.status !== "ok") return `status is ${JSON.stringify(answer.status)}, expected "ok"`
+      const data = answer?.data
+      if (data === undefined || typeof data.running !== "boolean") {
+        return `data.running is ${JSON.stringify(data?.running) ?? "missing"}, expected true or false`
+      }
+      if (data.running) return { _tag: "Running", detail: "the controller reports the server running" }
+      if (data.crashed === true) return { _tag: "Crashed", detail: "the controller reports the server crashed" }
+      if (data.waiting_start === true) return { _tag: "Starting", detail: "the controller reports the server waiting to start" }
+      return { _tag: "Stopped", requested: false, detail: "the controller reports the server stopped" }
+    }
+  }
+}
+
+export const makeController = (
+  input: ProviderInput,
+  config: RemoteConfig
+): Effect.Effect<Provider, never, Scope.Scope | HttpClient.HttpClient> => makeRemote(input, config, controllerApi(config))

@@ -1,0 +1,166 @@
+/**
+ * What the `panel` and `controller` providers share: typed HTTP calls with a bounded time, polling of the
+ * server state every `poll_interval`, and log lines that say plainly when the API refuses the key or cannot be
+ * reached (once per distinct problem, not once per poll).
+ */
+import { HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
+import { Duration, Effect, type Scope } from "effect"
+import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
+import { type Observation, type Provider, ProviderError, type ProviderInput } from "./Provider.js"
+
+export type RemoteConfig = Extract<ServerManagerConfig, { readonly type: "panel" | "controller" }>
+
+export interface RemoteApi {
+  /** How the API is named in messages ("panel", "controller"). */
+  readonly name: string
+  readonly start: HttpClientRequest.HttpClientRequest
+  readonly stop: HttpClientRequest.HttpClientRequest
+  readonly state: HttpClientRequest.HttpClientRequest
+  /** The observation an answer to `state` means, or a description of what is wrong with the answer. */
+  readonly parseState: (body: unknown) => Observation | string
+  /** Added to the message when the key is refused. */
+  readonly keyHint: string
+}
+
+/** `api_url` without trailing slashes, so paths can be appended. */
+export const apiBase = (config: RemoteConfig) => config.api_url.replace(/\/+$/, "")
+
+const BODY_SNIPPET = 200
+
+const describeTransport = (error: HttpClientError.RequestError): string => {
+  const cause = error.cause as { readonly message?: unknown; readonly cause?: { readonly code?: unknown; readonly message?: unknown } } | undefined
+  const inner = cause?.cause
+  if (inner !== undefined && typeof inner.code === "string") return inner.code
+  if (inner !== undefined && typeof inner.message === "string") return inner.message
+  if (cause !== undefined && typeof cause.message === "string") return cause.message
+  return error.message
+}
+
+const pathOf = (request: HttpClientRequest.HttpClientRequest) => {
+  try {
+    return new URL(request.url).pathname
+  } catch {
+    return request.url
+  }
+}
+
+export const makeRemote = (
+  input: ProviderInput,
+  config: RemoteConfig,
+  api: RemoteApi
+): Effect.Effect<Provider, never, Scope.Scope | HttpClient.HttpClient> =>
+  Effect.gen(function* () {
+    const client = yield* HttpClient.HttpClient
+    const origin = apiBase(config)
+    const annotate = Effect.annotateLogs("server", input.serverId)
+
+    /** One request; every failure becomes a `ProviderError` naming the reason. */
+    const call = (request: HttpClientRequest.HttpClientRequest): Effect.Effect<string, ProviderError> => {
+      const what = `${request.method} ${pathOf(request)}`
+      // Interruptible, so the time bound holds even when called from an uninterruptible region.
+      return Effect.interruptible(client.execute(request)).pipe(
+        Effect.flatMap((response) =>
+          Effect.flatMap(Effect.orElseSucceed(response.text, () => ""), (text): Effect.Effect<string, ProviderError> => {
+            const status = response.status
+            if (status === 401 || status === 403) {
+              return Effect.fail(
+                new ProviderError({
+                  reason: "unauthorized",
+                  status,
+                  message: `the ${api.name} API refused the API key (HTTP ${status} to ${what}); check server_manager.api_key${api.keyHint}`
+                })
+              )
+            }
+            if (status < 200 || status >= 300) {
+              const snippet = text.trim().slice(0, BODY_SNIPPET)
+              return Effect.fail(
+                new ProviderError({
+                  reason: "http_status",
+                  status,
+                  message: `the ${api.name} API answered HTTP ${status} to ${what}${snippet.length > 0 ? `: ${snippet}` : ""}`
+                })
+              )
+            }
+            return Effect.succeed(text)
+          })
+        ),
+        Effect.interruptible,
+        Effect.timeoutFail({
+          duration: input.requestTimeout,
+          onTimeout: () =>
+            new ProviderError({
+              reason: "unreachable",
+              message: `the ${api.name} API at ${origin} did not answer ${what} within ${Duration.format(input.requestTimeout)}`
+            })
+        }),
+        Effect.catchTags({
+          RequestError: (error) =>
+            Effect.fail(
+              new ProviderError({
+                reason: "unreachable",
+                message: `cannot reach the ${api.name} API at ${origin} (${describeTransport(error)})`
+              })
+            ),
+          ResponseError: (error) =>
+            Effect.fail(new ProviderError({ reason: "bad_response", message: `unreadable answer from the ${api.name} API: ${error.message}` }))
+        })
+      )
+    }
+
+    const poll: Effect.Effect<Observation> = call(api.state).pipe(
+      Effect.flatMap((text) => {
+        let body: unknown
+        try {
+          body = JSON.parse(text)
+        } catch {
+          return Effect.fail(
+            new ProviderError({ reason: "bad_response", message: `the ${api.name} API answered ${pathOf(api.state)} with something that is not JSON` })
+          )
+        }
+        const parsed = api.parseState(body)
+        return typeof parsed === "string"
+          ? Effect.fail(new ProviderError({ reason: "bad_response", message: `unexpected answer from the ${api.name} API: ${parsed}` }))
+          : Effect.succeed(parsed)
+      }),
+      Effect.catchAll((error) => Effect.succeed<Observation>({ _tag: "Failed", error }))
+    )
+
+    // The problem reported last, so that a problem that lasts is logged once, not on every poll.
+    let lastProblem: string | undefined
+    const pollLogged = Effect.tap(poll, (observation) => {
+      if (observation._tag === "Failed") {
+        const message = observation.error.message
+        const again = message === lastProblem
+        lastProblem = message
+        return again
+          ? Effect.logDebug(`still failing: ${message}`)
+          : Effect.logWarning(`${message}; Portal keeps trying every ${Duration.format(config.poll_interval)}`)
+      }
+      if (lastProblem === undefined) return Effect.void
+      lastProblem = undefined
+      return Effect.logInfo(`the ${api.name} API answers again`)
+    })
+
+    const command = (request: HttpClientRequest.HttpClientRequest, label: string) =>
+      call(request).pipe(
+        Effect.tap(() => Effect.logInfo(`asked the ${api.name} to ${label} the server`)),
+        Effect.tapError((error) => Effect.logWarning(`cannot ${label} the server: ${error.message}`)),
+        Effect.asVoid,
+        annotate
+      )
+
+    const provider: Provider = {
+      initial: annotate(pollLogged),
+      watch: Effect.forever(
+        Effect.sleep(config.poll_interval).pipe(Effect.zipRight(pollLogged), Effect.flatMap(input.report))
+      ).pipe(annotate),
+      start: command(api.start, "start"),
+      stop: command(api.stop, "stop"),
+      abort: Effect.void
+    }
+    return provider
+  })
+
+/** Headers every request of a remote provider carries. */
+export const withKey = (config: RemoteConfig) => (request: HttpClientRequest.HttpClientRequest) =>
+  request.pipe(HttpClientRequest.bearerToken(config.api_key), HttpClientRequest.acceptJson)
