@@ -1,0 +1,127 @@
+/**
+ * Server lifecycle through the proxy with real peers: a `local` server that is a real child process running a
+ * minecraft-protocol server, and a fake hosting panel as a real HTTP server. Short real durations throughout.
+ */
+import * as net from "node:net"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { startPortal } from "../helpers/portal.js"
+import { waitFor } from "../helpers/wait.js"
+import { startFakePanel } from "../peers/fakePanel.js"
+import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
+
+const LOCAL_SERVER = path.resolve("test/peers/localServer.mjs")
+
+const freePort = async () => {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as net.AddressInfo).port
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+const localServerFile = (port: number, manager: string, extraArgs: Array<string> = []) =>
+  [
+    `domains = ["local.example.com"]`,
+    `addresses = ["127.0.0.1:${port}"]`,
+    `disconnect_message = "Could not start the server."`,
+    `[motd.sleeping]\ntext = "§7Asleep - join to wake"`,
+    `[motd.starting]\ntext = "§eWaking up"`,
+    `[server_manager]`,
+    `type = "local"`,
+    `command = ${JSON.stringify(process.execPath)}`,
+    `args = ${JSON.stringify([LOCAL_SERVER, "--port", String(port), ...extraArgs])}`,
+    `working_dir = "."`,
+    `shutdown_timeout = "2s"`,
+    manager
+  ].join("\n")
+
+describe("local server manager", () => {
+  it("a ping shows the sleeping MOTD without waking; a join wakes the server and gets in; idle shutdown puts it back to sleep", async () => {
+    const port = await freePort()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "local.toml": localServerFile(port, `shutdown_after = "1s"\nstart_timeout = "20s"`, ["--ready-after", "300"])
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(reasonText((await ping(portal.port, "local.example.com")).description)).toBe("§7Asleep - join to wake")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(portal.logs.some((line) => /sleeping -> starting/.test(line))).toBe(false)
+
+    const joined = await join(portal.port, "local.example.com", { timeoutMs: 20_000 })
+    expect(joined._tag).toBe("Joined")
+    await portal.waitForLog(/local: starting -> online/)
+    // The process's own output is logged under the server's name.
+    await portal.waitForLog(/Steve joined the game.*server=local/)
+    // Online: the live answer of the running process.
+    expect(reasonText((await ping(portal.port, "local.example.com")).description)).toBe("local test server")
+
+    if (joined._tag === "Joined") joined.leave()
+    await portal.waitForLog(/local: online -> stopping/, 8000)
+    await portal.waitForLog(/local: stopping -> sleeping/, 8000)
+    expect(reasonText((await ping(portal.port, "local.example.com")).description)).toBe("§7Asleep - join to wake")
+  }, 30_000)
+
+  it("many joins at once start the server once, and all get in", async () => {
+    const port = await freePort()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "local.toml": localServerFile(port, "", ["--ready-after", "500"]) })
+    const portal = await startPortal(dir.configFile)
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => join(portal.port, "local.example.com", { username: `p${i}`, timeoutMs: 20_000 }))
+    )
+    expect(results.map((result) => result._tag)).toEqual(Array(6).fill("Joined"))
+    expect(portal.logs.filter((line) => /local: sleeping -> starting/.test(line))).toHaveLength(1)
+  }, 30_000)
+
+  it("a start that is not ready within start_timeout ends as crashed, and the player is told", async () => {
+    const port = await freePort()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "local.toml": localServerFile(port, `start_timeout = "1s"`, ["--never-ready"])
+    })
+    const portal = await startPortal(dir.configFile)
+    const result = await join(portal.port, "local.example.com", { timeoutMs: 10_000 })
+    expect(result).toEqual({ _tag: "Kicked", reason: "Could not start the server." })
+    await portal.waitForLog(/local: starting -> crashed \(not ready within 1s/)
+  }, 20_000)
+
+  it("a join that outlasts the wake wait is told the server is starting", async () => {
+    process.env.PORTAL_WAKE_WAIT_MS = "500"
+    try {
+      const port = await freePort()
+      const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "local.toml": localServerFile(port, "", ["--ready-after", "3000"]) })
+      const portal = await startPortal(dir.configFile)
+      const result = await join(portal.port, "local.example.com", { timeoutMs: 10_000 })
+      expect(result._tag === "Kicked" && result.reason).toMatch(/The server is starting/)
+      expect(reasonText((await ping(portal.port, "local.example.com")).description)).toBe("§eWaking up")
+    } finally {
+      delete process.env.PORTAL_WAKE_WAIT_MS
+    }
+  }, 20_000)
+})
+
+describe("panel server manager", () => {
+  it("concurrent joins send one start signal; the players get in once the panel says running", async () => {
+    const backend = await startBackend("panel-backed", { hold: true })
+    const panel = await startFakePanel({ startMs: 600 })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "p.toml": [
+        `domains = ["p.example.com"]`,
+        `addresses = ["127.0.0.1:${backend.port}"]`,
+        `[server_manager]`,
+        `type = "panel"`,
+        `api_url = "${panel.url}"`,
+        `api_key = "${panel.apiKey}"`,
+        `server_id = "${panel.serverId}"`,
+        `poll_interval = "100ms"`,
+        `shutdown_after = "1s"`
+      ].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => join(portal.port, "p.example.com", { username: `q${i}`, timeoutMs: 15_000 })))
+    expect(results.map((result) => result._tag)).toEqual(Array(4).fill("Joined"))
+    expect(panel.signals).toEqual(["start"])
+    expect(panel.requests.every((request) => request.authorization === `Bearer ${panel.apiKey}`)).toBe(true)
+    for (const result of results) if (result._tag === "Joined") result.leave()
+    await waitFor(() => (panel.signals.includes("stop") ? true : undefined), { timeoutMs: 8000, what: "idle stop signal" })
+  }, 30_000)
+})
