@@ -1,9 +1,9 @@
 /** Backends: failures, the status cache, balancing, limits, handshake rewriting and forwarding. */
 import { readFileSync } from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { offlineUuid } from "../../src/protocol/forwarding.js"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -11,18 +11,10 @@ import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 
 const proxyToml = (extra = "") => `bind = "127.0.0.1:0"\nconnect_timeout = "1s"\n${extra}`
 
-/** A port nothing listens on. */
-const closedPort = async (): Promise<number> => {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 describe("backend down", () => {
   it("a login gets disconnect_message and a ping the unreachable MOTD", async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const dir = makeConfigDir(proxyToml(), {
       "down.toml": [
         `domains = ["down.example.com"]`,
@@ -38,7 +30,7 @@ describe("backend down", () => {
   })
 
   it("the built-in unreachable text and the default disconnect_message apply when none is configured", async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const dir = makeConfigDir(proxyToml(), { "down.toml": `domains = ["down.example.com"]\naddresses = ["127.0.0.1:${port}"]` })
     const portal = await startPortal(dir.configFile)
     expect(reasonText((await ping(portal.port, "down.example.com")).description)).toMatch(/cannot be reached/)
@@ -96,7 +88,7 @@ describe("balancing", () => {
   const backendsOf = async (names: Array<string>, hold = false) => Promise.all(names.map((name) => startBackend(name, { hold })))
 
   it("first_available uses the first address that answers, in order", async () => {
-    const down = await closedPort()
+    const down = await freePort()
     const [a, b] = await backendsOf(["a", "b"])
     const dir = makeConfigDir(proxyToml(), {
       "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${down}", "127.0.0.1:${a!.port}", "127.0.0.1:${b!.port}"]`
@@ -147,7 +139,7 @@ describe("balancing", () => {
   })
 
   it("connect_max_attempts bounds the addresses tried", async () => {
-    const [down1, down2] = [await closedPort(), await closedPort()]
+    const [down1, down2] = [await freePort(), await freePort()]
     const a = await startBackend("a")
     const dir = makeConfigDir(proxyToml(`connect_max_attempts = 2`), {
       "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${down1}", "127.0.0.1:${down2}", "127.0.0.1:${a.port}"]`

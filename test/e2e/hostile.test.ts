@@ -4,6 +4,7 @@ import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -117,15 +118,8 @@ describe("PROXY protocol in", () => {
 
   it.skipIf(!haproxy)("works behind a real HAProxy sending send-proxy and send-proxy-v2", async () => {
     const { portal, backend, dir } = await setup(`receive_proxy_protocol = true`, `forwarding_mode = "legacy"`)
-    const free = async () => {
-      const server = net.createServer()
-      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-      const port = (server.address() as net.AddressInfo).port
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-      return port
-    }
     for (const option of ["send-proxy", "send-proxy-v2"]) {
-      const port = await free()
+      const port = await freePort("127.0.0.2")
       const config = path.join(dir.root, `haproxy-${option}.cfg`)
       dir.write(
         path.basename(config),

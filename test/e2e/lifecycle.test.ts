@@ -2,9 +2,9 @@
  * Server lifecycle through the proxy with real peers: a `local` server that is a real child process running a
  * minecraft-protocol server, and a fake hosting panel as a real HTTP server. Short real durations throughout.
  */
-import * as net from "node:net"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -13,13 +13,6 @@ import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 
 const LOCAL_SERVER = path.resolve("test/peers/localServer.mjs")
 
-const freePort = async () => {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 const localServerFile = (port: number, manager: string, extraArgs: Array<string> = []) =>
   [
