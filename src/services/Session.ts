@@ -11,7 +11,6 @@ import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
 import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
-import { RAW_PROXY_MODES } from "../schema/ServerConfig.js"
 import { readFrame } from "../protocol/frame.js"
 import { readVarInt } from "../protocol/varint.js"
 import {
@@ -306,9 +305,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           const now = yield* Clock.currentTimeMillis
           return yield* disconnect(client, banMessage(playerBan.value, Math.floor(now / 1000)))
         }
-        yield* Effect.annotateCurrentSpan({ player: player.name })
-
-        if (!RAW_PROXY_MODES.includes(server.config.proxy_mode) && server.config.proxy_mode !== "offline") {
+        if (server.config.proxy_mode === "client_only") {
           yield* Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`)
           return yield* disconnect(client, MESSAGES.clientOnlyUnavailable)
         }
@@ -376,7 +373,6 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         )
       })
 
-    /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
     /**
      * The state a ping shows: the server manager's, and for a server that should be online but whose every address
      * fails its health check, `unreachable`.
@@ -400,6 +396,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       }
     }
 
+    /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
     const handle = (connection: Connection): Effect.Effect<void> => {
       const socket = connection.socket
       return Effect.gen(function* () {
