@@ -23,8 +23,6 @@ export const SERVER_NAME_PATTERN = /^[a-z0-9_-]+$/
 
 export const PROXY_MODES = ["passthrough", "zero_copy", "client_only", "offline", "server_only"] as const
 export type ProxyMode = (typeof PROXY_MODES)[number]
-/** Modes that relay raw bytes after the handshake and Login Start. */
-export const RAW_PROXY_MODES: ReadonlyArray<ProxyMode> = ["passthrough", "zero_copy", "server_only"]
 
 export const BALANCE_STRATEGIES = ["first_available", "round_robin", "least_conn"] as const
 export type BalanceStrategy = (typeof BALANCE_STRATEGIES)[number]
