@@ -1,0 +1,264 @@
+// @ts-check
+/**
+ * Turns the samples of every round into the Markdown report: medians per target, ratios to the direct connection
+ * and to HAProxy, and the targets with PASS or MISS.
+ */
+
+const TARGETS = /** @type {const} */ (["direct", "haproxy", "passthrough", "zero_copy"])
+const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
+
+/**
+ * @typedef {typeof TARGETS[number]} TargetName
+ * @typedef {Record<string, number | undefined | string>} Sample
+ * @typedef {Partial<Record<TargetName, Array<Sample | undefined>>>} ByTarget samples indexed by round
+ * @typedef {{ bulk: ByTarget, game: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
+ */
+
+/** @param {Array<number>} values */
+const median = (values) => {
+  if (values.length === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (/** @type {number} */ (sorted[middle - 1]) + /** @type {number} */ (sorted[middle])) / 2
+}
+
+/**
+ * @param {ByTarget} byTarget @param {TargetName} target @param {string} field
+ * @returns {Array<number>}
+ */
+const values = (byTarget, target, field) =>
+  (byTarget[target] ?? []).flatMap((sample) => {
+    const value = sample?.[field]
+    return typeof value === "number" && Number.isFinite(value) ? [value] : []
+  })
+
+/**
+ * Median over rounds of (target - direct), each round paired with the direct measurement of the same round.
+ * @param {ByTarget} byTarget @param {TargetName} target @param {string} field
+ */
+const addedOverDirect = (byTarget, target, field) => {
+  const direct = byTarget.direct ?? []
+  const differences = (byTarget[target] ?? []).flatMap((sample, round) => {
+    const mine = sample?.[field]
+    const base = direct[round]?.[field]
+    return typeof mine === "number" && typeof base === "number" ? [mine - base] : []
+  })
+  return median(differences)
+}
+
+/**
+ * @typedef {object} Row
+ * @property {string} scenario
+ * @property {string} metric
+ * @property {(target: TargetName) => number | undefined} value
+ * @property {(value: number) => string} format
+ * @property {ReadonlyArray<TargetName>} [measured] targets this row has values for (all when absent)
+ * @property {boolean} [noDirectRatio]
+ */
+
+const fixed = (/** @type {number} */ digits) => (/** @type {number} */ value) =>
+  value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+/** @param {Results} results @returns {Array<Row>} */
+const rows = (results) => {
+  const med = (/** @type {ByTarget} */ byTarget, /** @type {string} */ field) => (/** @type {TargetName} */ target) =>
+    median(values(byTarget, target, field))
+  const proxies = /** @type {const} */ (["haproxy", "passthrough", "zero_copy"])
+  return [
+    { scenario: "1. Bulk relay", metric: "throughput, both ways (MiB/s)", value: med(results.bulk, "mibPerSecond"), format: fixed(0) },
+    { scenario: "1. Bulk relay", metric: "proxy CPU per GiB (s)", value: med(results.bulk, "cpuPerGiB"), format: fixed(3), measured: proxies },
+    { scenario: "2. Game-shaped load", metric: "round trip p50 (ms)", value: med(results.game, "p50"), format: fixed(3) },
+    { scenario: "2. Game-shaped load", metric: "round trip p99 (ms)", value: med(results.game, "p99"), format: fixed(3) },
+    {
+      scenario: "2. Game-shaped load",
+      metric: "added p50 over direct (ms)",
+      value: (target) => addedOverDirect(results.game, target, "p50"),
+      format: fixed(3),
+      measured: proxies,
+      noDirectRatio: true
+    },
+    {
+      scenario: "2. Game-shaped load",
+      metric: "added p99 over direct (ms)",
+      value: (target) => addedOverDirect(results.game, target, "p99"),
+      format: fixed(3),
+      measured: proxies,
+      noDirectRatio: true
+    },
+    { scenario: "2. Game-shaped load", metric: "proxy CPU (% of a core)", value: med(results.game, "cpuPercent"), format: fixed(1), measured: proxies },
+    { scenario: "3. Connection rate", metric: "logins per second", value: med(results.rate, "perSecond"), format: fixed(0) },
+    { scenario: "3. Connection rate", metric: "proxy CPU (% of a core)", value: med(results.rate, "cpuPercent"), format: fixed(1), measured: proxies },
+    { scenario: "4. Status pings", metric: "pings per second, Portal from its cache", value: med(results.status, "perSecond"), format: fixed(0) },
+    {
+      scenario: "4. Status pings",
+      metric: "pings per second, Portal asking the backend (ttl 1ms)",
+      value: (target) => median(values(PORTAL.includes(/** @type {any} */ (target)) ? results.statusRelayed : results.status, target, "perSecond")),
+      format: fixed(0)
+    },
+    { scenario: "5. Memory", metric: "idle sessions held", value: med(results.memory, "sessions"), format: fixed(0), measured: proxies },
+    { scenario: "5. Memory", metric: "proxy RSS before (MiB)", value: med(results.memory, "beforeMiB"), format: fixed(1), measured: proxies },
+    { scenario: "5. Memory", metric: "proxy RSS per idle session (KiB)", value: med(results.memory, "perSessionKiB"), format: fixed(1), measured: proxies }
+  ]
+}
+
+/** @param {number | undefined} value @param {number | undefined} base */
+const ratio = (value, base) => (value === undefined || base === undefined || base === 0 ? undefined : value / base)
+
+/**
+ * @param {Results} results
+ * @param {{ haproxy: boolean }} available
+ */
+const medianTable = (results, available) => {
+  const header = [
+    "Scenario",
+    "Metric",
+    "direct",
+    "HAProxy",
+    "Portal passthrough",
+    "Portal zero_copy",
+    "passthrough ÷ direct",
+    "passthrough ÷ HAProxy",
+    "zero_copy ÷ direct",
+    "zero_copy ÷ HAProxy"
+  ]
+  const lines = [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`]
+  for (const row of rows(results)) {
+    const applies = (/** @type {TargetName} */ target) => (row.measured ?? TARGETS).includes(target)
+    const cell = (/** @type {TargetName} */ target) => {
+      if (!applies(target)) return "—"
+      if (target === "haproxy" && !available.haproxy) return "n/a"
+      const value = row.value(target)
+      return value === undefined ? "—" : row.format(value)
+    }
+    const ratioCell = (/** @type {TargetName} */ target, /** @type {TargetName} */ base) => {
+      if (base === "haproxy" && !available.haproxy) return "n/a"
+      if (base === "direct" && (row.noDirectRatio === true || !applies("direct"))) return "—"
+      const value = ratio(row.value(target), row.value(base))
+      return value === undefined ? "—" : `${value.toFixed(2)}×`
+    }
+    lines.push(
+      `| ${[
+        row.scenario,
+        row.metric,
+        ...TARGETS.map(cell),
+        ratioCell("passthrough", "direct"),
+        ratioCell("passthrough", "haproxy"),
+        ratioCell("zero_copy", "direct"),
+        ratioCell("zero_copy", "haproxy")
+      ].join(" | ")} |`
+    )
+  }
+  return lines.join("\n")
+}
+
+/**
+ * @param {Results} results
+ * @param {{ haproxy: boolean }} available
+ */
+const targetTable = (results, available) => {
+  const med = (/** @type {ByTarget} */ byTarget, /** @type {TargetName} */ target, /** @type {string} */ field) =>
+    median(values(byTarget, target, field))
+  const toHaproxy = (/** @type {ByTarget} */ byTarget, /** @type {TargetName} */ target, /** @type {string} */ field) =>
+    available.haproxy ? ratio(med(byTarget, target, field), med(byTarget, "haproxy", field)) : undefined
+  /** @type {Array<[string, number | undefined, (value: number) => boolean, (value: number) => string]>} */
+  const checks = []
+  const times = (/** @type {number} */ value) => `${value.toFixed(2)}× HAProxy`
+  checks.push(
+    ["passthrough bulk throughput ≥ 0.75× HAProxy", toHaproxy(results.bulk, "passthrough", "mibPerSecond"), (v) => v >= 0.75, times],
+    ["passthrough bulk CPU per GiB ≤ 2× HAProxy", toHaproxy(results.bulk, "passthrough", "cpuPerGiB"), (v) => v <= 2, times],
+    ["zero_copy bulk throughput ≥ 0.95× HAProxy", toHaproxy(results.bulk, "zero_copy", "mibPerSecond"), (v) => v >= 0.95, times],
+    ["zero_copy bulk CPU per GiB ≤ 1× HAProxy", toHaproxy(results.bulk, "zero_copy", "cpuPerGiB"), (v) => v <= 1, times]
+  )
+  for (const target of PORTAL) {
+    checks.push([
+      `${target} game p99 added latency < 1 ms`,
+      addedOverDirect(results.game, target, "p99"),
+      (v) => v < 1,
+      (v) => `${v.toFixed(3)} ms`
+    ])
+  }
+  for (const target of PORTAL) {
+    checks.push([`${target} connection rate ≥ 0.5× HAProxy`, toHaproxy(results.rate, target, "perSecond"), (v) => v >= 0.5, times])
+  }
+  for (const target of PORTAL) {
+    checks.push([
+      `${target} cached status pings ≥ 5,000/s`,
+      med(results.status, target, "perSecond"),
+      (v) => v >= 5000,
+      (v) => `${fixed(0)(v)}/s`
+    ])
+  }
+  for (const target of PORTAL) {
+    checks.push([
+      `${target} RSS per idle session < 16 KiB`,
+      med(results.memory, target, "perSessionKiB"),
+      (v) => v < 16,
+      (v) => `${v.toFixed(1)} KiB`
+    ])
+  }
+  const lines = ["| Target | Measured | Result |", "|---|---:|---|"]
+  for (const [name, value, pass, format] of checks) {
+    lines.push(`| ${name} | ${value === undefined ? "n/a" : format(value)} | ${value === undefined ? "n/a" : pass(value) ? "PASS" : "MISS"} |`)
+  }
+  return lines.join("\n")
+}
+
+/**
+ * Lines naming every measurement that saw errors (failed logins, pings that timed out).
+ * @param {Results} results
+ */
+const errorNotes = (results) =>
+  Object.entries(results).flatMap(([scenario, byTarget]) =>
+    Object.entries(byTarget).flatMap(([target, samples]) =>
+      samples.flatMap((sample, round) =>
+        typeof sample?.errors === "number" && sample.errors > 0
+          ? [`- ${scenario}, ${target}, round ${round + 1}: ${sample.errors} failed attempt(s), first: ${sample.firstError}`]
+          : []
+      )
+    )
+  )
+
+/**
+ * How much else ran on the machine during the timed windows: CPU used by processes outside the bench, and time the
+ * hypervisor took (steal). Both disturb latency tails first.
+ * @param {Results} results
+ */
+const disturbanceNote = (results) => {
+  const all = Object.values(results).flatMap((byTarget) => Object.values(byTarget).flat())
+  const of = (/** @type {string} */ field) =>
+    all.flatMap((sample) => (typeof sample?.[field] === "number" ? [Math.max(0, /** @type {number} */ (sample[field]))] : []))
+  const other = of("otherPercent")
+  const steal = of("stealPercent")
+  if (other.length === 0) return "- Other load during the windows: not measured."
+  const percent = (/** @type {number | undefined} */ value) => `${(value ?? 0).toFixed(0)}%`
+  return (
+    `- Other load during the timed windows (CPU of processes outside the bench, % of one core): median ${percent(median(other))}, ` +
+    `max ${percent(Math.max(...other))}; hypervisor steal: median ${percent(median(steal))}, max ${percent(Math.max(...steal))}.`
+  )
+}
+
+/**
+ * The whole report: both tables, then the conditions of the run (`notes`), how disturbed it was, and any errors.
+ * @param {{ smoke: boolean, results: Results, available: { haproxy: boolean }, notes: Array<string> }} run
+ */
+export const renderReport = ({ smoke, results, available, notes }) =>
+  [
+    `# Portal benchmark${smoke ? " (smoke run: sizes too small for the numbers to mean anything)" : ""}`,
+    "",
+    `${new Date().toISOString().slice(0, 10)}, \`npm run bench${smoke ? " -- --smoke" : ""}\`.`,
+    "",
+    "## Medians",
+    "",
+    medianTable(results, available),
+    "",
+    "## Targets",
+    "",
+    targetTable(results, available),
+    "",
+    "## Conditions",
+    "",
+    ...notes,
+    disturbanceNote(results),
+    ...errorNotes(results),
+    ""
+  ].join("\n")

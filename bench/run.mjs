@@ -1,0 +1,206 @@
+// @ts-check
+/**
+ * `npm run bench`: runs every scenario against the backend directly, HAProxy, Portal passthrough and Portal
+ * zero_copy, interleaved over several rounds, and prints the Markdown report (also written to
+ * bench/results/latest.md, with every sample in bench/results/latest.json).
+ * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
+ * `--only bulk,rate`: those scenarios only. `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
+ *
+ * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
+ * core and none competes with the load it serves.
+ */
+import { fork, spawnSync } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
+import { client } from "./ipc.mjs"
+import { renderReport } from "./report.mjs"
+import * as scenarios from "./scenarios.mjs"
+import { canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
+import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, portalTarget } from "./targets.mjs"
+
+const LOAD_CPU = 0
+const PROXY_CPU = 1
+/** Descriptors a proxy holds per relayed session: client and backend sockets, plus two pipes and two dups for splice. */
+const FDS_PER_SESSION = { haproxy: 2, passthrough: 2, zero_copy: 8 }
+/** Descriptors kept aside for everything else a process opens. */
+const FD_RESERVE = 200
+
+const SCENARIOS = ["bulk", "game", "rate", "status", "memory"]
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: process.env.BENCH_SMOKE === "1" },
+    out: { type: "string" },
+    only: { type: "string" },
+    profile: { type: "string" }
+  },
+  strict: true
+})
+const smoke = /** @type {boolean} */ (args.smoke)
+const only = args.only?.split(",") ?? SCENARIOS
+const unknown = only.filter((name) => !SCENARIOS.includes(name))
+if (unknown.length > 0) {
+  process.stderr.write(`bench: --only takes ${SCENARIOS.join(", ")}; not ${unknown.join(", ")}\n`)
+  process.exit(2)
+}
+// A partial run writes no file unless asked: latest.md always holds a whole run.
+const out = args.out ?? (smoke || args.only !== undefined ? undefined : "bench/results/latest.md")
+/** Node options of the Portal processes: --profile DIR writes a CPU profile per Portal process there on exit. */
+const portalFlags = args.profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(args.profile)}`]
+
+/** Sizes and durations (ms) per scenario. */
+const PLAN = smoke
+  ? {
+      rounds: 1,
+      gameRounds: 1,
+      memoryRounds: 1,
+      bulk: { warmMs: 200, windowMs: 800, count: 1, concurrency: 1 },
+      game: { warmMs: 300, windowMs: 1000, count: 50, concurrency: 25 },
+      rate: { warmMs: 200, windowMs: 800, count: 0, concurrency: 16 },
+      status: { warmMs: 200, windowMs: 800, count: 0, concurrency: 16 },
+      memory: { warmMs: 300, windowMs: 0, count: 500, concurrency: 100 }
+    }
+  : {
+      rounds: 5,
+      gameRounds: 3,
+      memoryRounds: 3,
+      bulk: { warmMs: 1000, windowMs: 3000, count: 1, concurrency: 1 },
+      game: { warmMs: 2000, windowMs: 4000, count: 1000, concurrency: 100 },
+      rate: { warmMs: 500, windowMs: 2000, count: 0, concurrency: 32 },
+      status: { warmMs: 500, windowMs: 2000, count: 0, concurrency: 32 },
+      memory: { warmMs: 1000, windowMs: 0, count: 10_000, concurrency: 200 }
+    }
+
+const say = (/** @type {string} */ line) => process.stderr.write(`bench: ${line}\n`)
+
+/** @template T @param {ReadonlyArray<T>} items @param {number} by */
+const rotate = (items, by) => items.map((_, i) => /** @type {T} */ (items[(i + by) % items.length]))
+
+const main = async () => {
+  if (!existsSync("dist/main.js")) throw new Error("dist/main.js is missing: run npm run build first (npm run bench does)")
+  const limits = raiseFileLimit()
+  const pinned = canPin()
+  if (pinned) pin(process.pid, LOAD_CPU)
+  const proxyCpu = pinned ? PROXY_CPU : undefined
+  const zeroCopy = JSON.parse(
+    spawnSync(
+      process.execPath,
+      ["--input-type=module", "-e", 'import("./dist/services/relay/zeroCopy.js").then((m) => console.log(JSON.stringify(m.spliceSupport())))'],
+      { encoding: "utf8" }
+    ).stdout
+  )
+  const dir = mkdtempSync(path.join(os.tmpdir(), "portal-bench-"))
+  /** @type {Array<import("./targets.mjs").Target>} */
+  const started = []
+  const backendChild = fork(fileURLToPath(new URL("./backend.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  const stopAll = async () => {
+    await Promise.all(started.map((target) => target.stop()))
+    backendChild.kill()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
+    process.once(signal, () => void stopAll().finally(() => process.exit(130)))
+  }
+  try {
+    const backend = client(backendChild, "backend")
+    const backendPort = await backend.ask("listen")
+    const context = { backend, backendPid: /** @type {number} */ (backendChild.pid) }
+
+    /** @type {ReturnType<typeof findHaproxy>} */
+    let haproxy = findHaproxy({ install: !smoke, say })
+    /** Sessions the memory scenario opens through each proxy within the open-files limit. */
+    const memorySessions = (/** @type {keyof typeof FDS_PER_SESSION} */ name) => {
+      const perSession = name === "zero_copy" && !zeroCopy.available ? 2 : FDS_PER_SESSION[name]
+      return Math.min(PLAN.memory.count, Math.floor((limits.hard - FD_RESERVE) / perSession))
+    }
+    say("starting the backend and the proxies")
+    const targets = [directTarget(backendPort)]
+    // HAProxy refuses a maxconn whose descriptors (two per connection, a few more) exceed the limit.
+    const maxconn = Math.min(PLAN.memory.count + 1000, Math.floor((limits.hard - 100) / 2))
+    if ("binary" in haproxy) {
+      try {
+        targets.push(await haproxyTarget({ binary: haproxy.binary, dir, port: await freePort(), backendPort, maxconn, cpu: proxyCpu }))
+      } catch (error) {
+        const lines = (error instanceof Error ? error.message : String(error)).split("\n")
+        haproxy = { reason: `failed to start: ${(lines.find((line) => line.includes("ALERT")) ?? lines[0])?.trim()}` }
+      }
+    }
+    if ("reason" in haproxy) say(`HAProxy columns are n/a: HAProxy ${haproxy.reason}`)
+    for (const mode of /** @type {const} */ (["passthrough", "zero_copy"])) {
+      targets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
+    }
+    started.push(...targets.slice(1))
+    const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
+    const proxies = targets.filter((target) => target.name !== "direct")
+
+    /** @type {import("./report.mjs").Results} */
+    const results = { bulk: {}, game: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
+    /**
+     * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
+     * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
+     */
+    const interleave = async (key, among, rounds, measure) => {
+      for (let round = 0; round < rounds; round++) {
+        for (const target of rotate(among, round)) {
+          say(`${key}: round ${round + 1}/${rounds}, ${target.name}`)
+          const samples = (results[key][/** @type {import("./report.mjs").TargetName} */ (target.name)] ??= [])
+          samples[round] = await measure(target)
+        }
+      }
+    }
+
+    say("warming up")
+    for (const target of targets) {
+      await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
+      await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
+    }
+    if (only.includes("bulk")) await interleave("bulk", targets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
+    if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
+    if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    if (only.includes("status")) {
+      await interleave("status", targets, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
+      // The cache is global to a Portal process: restart both with a TTL that makes nearly every ping ask the backend.
+      for (const portal of portals) {
+        await portal.restart({ statusTtl: "1ms" })
+        await scenarios.statusPings(context, portal, { ...PLAN.status, warmMs: 0 })
+      }
+      await interleave("statusRelayed", portals, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
+    }
+    if (only.includes("memory")) {
+      await interleave("memory", proxies, PLAN.memoryRounds, (target) =>
+        scenarios.memory(context, target, { ...PLAN.memory, count: memorySessions(/** @type {any} */ (target.name)) })
+      )
+    }
+
+    const available = { haproxy: "binary" in haproxy }
+    const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
+    const commit = git(["rev-parse", "--short", "HEAD"])
+    const revision = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
+    const facts = machine()
+    const notes = [
+      `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
+      `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}.`,
+      `- Portal: commit ${revision}, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
+      pinned
+        ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}.`
+        : "- Not pinned (taskset missing or a single CPU): proxies and load share the CPUs.",
+      `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`
+    ]
+    const report = renderReport({ smoke, results, available, notes })
+    process.stdout.write(report)
+    if (out !== undefined) {
+      writeFileSync(out, report)
+      writeFileSync(out.replace(/\.md$/, ".json"), `${JSON.stringify({ plan: PLAN, facts, results }, null, 2)}\n`)
+      say(`wrote ${out}`)
+    }
+  } finally {
+    await stopAll()
+  }
+}
+
+main().catch((error) => {
+  say(error instanceof Error ? (error.stack ?? error.message) : String(error))
+  process.exit(1)
+})

@@ -1,0 +1,102 @@
+// @ts-check
+/** What the bench reads from and asks of Linux: process CPU time and RSS, CPU pinning, the open-files limit. */
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+
+const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
+
+/** User plus system CPU seconds of a process, all threads, from /proc/<pid>/stat. @param {number} pid */
+export const cpuSeconds = (pid) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+}
+
+/**
+ * CPU seconds the whole machine spent running processes (user, nice, system) and lost to the hypervisor (steal),
+ * from /proc/stat. Interrupt time is left out: loopback traffic is processed there, on behalf of the bench itself.
+ */
+export const machineCpuSeconds = () => {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? []
+  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = fields
+  return { running: (user + nice + system) / CLOCK_TICKS, steal: steal / CLOCK_TICKS }
+}
+
+/** Resident set size in bytes, from /proc/<pid>/status. @param {number} pid */
+export const rssBytes = (pid) => {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  if (match === null) throw new Error(`no VmRSS for process ${pid}`)
+  return Number(match[1]) * 1024
+}
+
+/** Whether `taskset` can pin processes here (util-linux, and an affinity the kernel accepts). */
+export const canPin = () => os.cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).status === 0
+
+/** Pins every thread of a running process to one CPU; threads it starts later inherit it. @param {number} pid @param {number} cpu */
+export const pin = (pid, cpu) => {
+  const result = spawnSync("taskset", ["-a", "-p", "-c", String(cpu), String(pid)], { encoding: "utf8" })
+  if (result.status !== 0) throw new Error(`taskset failed: ${result.stderr}`)
+}
+
+/** The open-files limit of this process, raised to the hard limit first (children inherit it). */
+export const raiseFileLimit = () => {
+  const read = () => {
+    const match = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync("/proc/self/limits", "utf8"))
+    if (match === null) throw new Error("cannot read the open-files limit")
+    const value = (/** @type {string} */ text) => (text === "unlimited" ? Number.MAX_SAFE_INTEGER : Number(text))
+    return { soft: value(/** @type {string} */ (match[1])), hard: value(/** @type {string} */ (match[2])) }
+  }
+  const before = read()
+  if (before.soft < before.hard) spawnSync("prlimit", ["--pid", String(process.pid), `--nofile=${before.hard}:${before.hard}`])
+  return read()
+}
+
+/** A port free on loopback now (the OS picks it). */
+export const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = /** @type {net.AddressInfo} */ (server.address())
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Resolves once something accepts connections on the port. @param {number} port @param {() => string | undefined} dead */
+export const waitForPort = async (port, dead, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const reason = dead()
+    if (reason !== undefined) throw new Error(reason)
+    const open = await new Promise((resolve) => {
+      const socket = net.connect(port, "127.0.0.1")
+      socket.once("connect", () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once("error", () => resolve(false))
+    })
+    if (open) return
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port} after ${timeoutMs} ms`)
+    await sleep(100)
+  }
+}
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The facts a reader needs to compare results between machines. */
+export const machine = () => {
+  const cpus = os.cpus()
+  return {
+    cpu: cpus[0]?.model ?? "unknown",
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+    loadAverage: os.loadavg().map((value) => value.toFixed(2)).join(" ")
+  }
+}

@@ -1,0 +1,187 @@
+// @ts-check
+/**
+ * The four targets a scenario runs against: the backend directly, HAProxy in `mode tcp`, Portal `passthrough` and
+ * Portal `zero_copy`. Each proxy is a process of its own, pinned to the proxy CPU, its output kept in a log file.
+ */
+import { spawn, spawnSync } from "node:child_process"
+import { accessSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs"
+import * as path from "node:path"
+import { waitForPort } from "./system.mjs"
+
+export const DOMAIN = "bench.example.com"
+const PORTAL_MAIN = path.resolve("dist/main.js")
+/** Portal's default `[status_cache] ttl`. */
+export const DEFAULT_STATUS_TTL = "5s"
+
+/**
+ * @typedef {object} Target
+ * @property {string} name
+ * @property {number} port where the load generator connects
+ * @property {() => number | undefined} pid the proxy process, undefined for the direct connection
+ * @property {(options?: { statusTtl?: string }) => Promise<void>} restart a fresh process (Portal: with this TTL)
+ * @property {() => Promise<void>} stop
+ */
+
+/**
+ * Starts a proxy process; resolves once it accepts connections.
+ * @param {{ name: string, command: string, args: Array<string>, port: number, logFile: string, cpu: number | undefined }} spec
+ */
+const startProcess = async (spec) => {
+  const log = openSync(spec.logFile, "a")
+  const [command, args] =
+    spec.cpu === undefined ? [spec.command, spec.args] : ["taskset", ["-c", String(spec.cpu), spec.command, ...spec.args]]
+  // taskset execs the command: the pid is the proxy's own. Shutdown grace is for players, not for a bench.
+  const child = spawn(command, args, { stdio: ["ignore", log, log], env: { ...process.env, PORTAL_SHUTDOWN_GRACE_MS: "200" } })
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  const logTail = () => readFileSync(spec.logFile, "utf8").split("\n").slice(-20).join("\n")
+  await waitForPort(spec.port, () =>
+    child.exitCode !== null || child.signalCode !== null ? `${spec.name} exited at startup:\n${logTail()}` : undefined
+  )
+  return {
+    pid: /** @type {number} */ (child.pid),
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
+      await exited
+      clearTimeout(timer)
+    }
+  }
+}
+
+/** @param {number} backendPort @returns {Target} */
+export const directTarget = (backendPort) => ({
+  name: "direct",
+  port: backendPort,
+  pid: () => undefined,
+  restart: async () => {},
+  stop: async () => {}
+})
+
+/**
+ * @param {{ dir: string, port: number, backendPort: number, mode: "passthrough" | "zero_copy", cpu: number | undefined, nodeFlags: Array<string> }} spec
+ * @returns {Promise<Target>}
+ */
+export const portalTarget = async (spec) => {
+  const dir = path.join(spec.dir, `portal-${spec.mode}`)
+  mkdirSync(path.join(dir, "servers"), { recursive: true })
+  writeFileSync(
+    path.join(dir, "servers", "bench.toml"),
+    `domains = ["${DOMAIN}"]\naddresses = ["127.0.0.1:${spec.backendPort}"]\nproxy_mode = "${spec.mode}"\n`
+  )
+  /** @param {string} ttl */
+  const start = (ttl) => {
+    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n`)
+    return startProcess({
+      name: `Portal ${spec.mode}`,
+      command: process.execPath,
+      args: [...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
+      port: spec.port,
+      logFile: path.join(spec.dir, `portal-${spec.mode}.log`),
+      cpu: spec.cpu
+    })
+  }
+  let running = await start(DEFAULT_STATUS_TTL)
+  return {
+    name: spec.mode,
+    port: spec.port,
+    pid: () => running.pid,
+    restart: async (options = {}) => {
+      await running.stop()
+      running = await start(options.statusTtl ?? DEFAULT_STATUS_TTL)
+    },
+    stop: () => running.stop()
+  }
+}
+
+/**
+ * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined }} spec
+ * @returns {Promise<Target>}
+ */
+export const haproxyTarget = async (spec) => {
+  const config = path.join(spec.dir, "haproxy.cfg")
+  writeFileSync(
+    config,
+    [
+      "global",
+      `    maxconn ${spec.maxconn}`,
+      "defaults",
+      "    mode tcp",
+      "    timeout connect 5s",
+      "    timeout client 10m",
+      "    timeout server 10m",
+      "frontend bench",
+      `    bind 127.0.0.1:${spec.port}`,
+      "    default_backend backend",
+      "backend backend",
+      `    server backend 127.0.0.1:${spec.backendPort}`,
+      ""
+    ].join("\n")
+  )
+  const start = () =>
+    startProcess({
+      name: "HAProxy",
+      command: spec.binary,
+      args: ["-f", config, "-db"],
+      port: spec.port,
+      logFile: path.join(spec.dir, "haproxy.log"),
+      cpu: spec.cpu
+    })
+  let running = await start()
+  return {
+    name: "haproxy",
+    port: spec.port,
+    pid: () => running.pid,
+    restart: async () => {
+      await running.stop()
+      running = await start()
+    },
+    stop: () => running.stop()
+  }
+}
+
+/** @param {string} file */
+const executable = (file) => {
+  try {
+    accessSync(file, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const lookUp = () =>
+  [...(process.env.PATH ?? "").split(":"), "/usr/sbin", "/usr/local/sbin"]
+    .map((dir) => path.join(dir, "haproxy"))
+    .find(executable)
+
+/**
+ * The haproxy binary, installed with apt-get when missing and `install` is set; otherwise why there is none.
+ * BENCH_HAPROXY names another binary, or `none` to leave HAProxy out.
+ * @param {{ install: boolean, say: (line: string) => void }} options
+ * @returns {{ binary: string, version: string } | { reason: string }}
+ */
+export const findHaproxy = ({ install, say }) => {
+  const wanted = process.env.BENCH_HAPROXY
+  if (wanted === "none") return { reason: "left out (BENCH_HAPROXY=none)" }
+  let binary = wanted ?? lookUp()
+  if (binary === undefined) {
+    if (!install) return { reason: "not installed (the smoke run does not install it)" }
+    if (process.getuid?.() !== 0) return { reason: "not installed, and installing it with apt-get needs root" }
+    say("HAProxy is not installed: installing the Debian package haproxy with apt-get")
+    const aptGet = (/** @type {Array<string>} */ args) =>
+      spawnSync("apt-get", args, { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } })
+    let result = aptGet(["install", "-y", "-q", "haproxy"])
+    if (result.status !== 0) {
+      aptGet(["update", "-q"])
+      result = aptGet(["install", "-y", "-q", "haproxy"])
+    }
+    binary = lookUp()
+    if (result.status !== 0 || binary === undefined) {
+      const why = `${result.stderr ?? ""}${result.error?.message ?? ""}`.trim().split("\n").pop()
+      return { reason: `not installed, and apt-get install haproxy failed (${why || `exit ${result.status}`})` }
+    }
+  }
+  if (!executable(binary)) return { reason: `${binary} is not an executable` }
+  const version = spawnSync(binary, ["-v"], { encoding: "utf8" }).stdout.split("\n")[0] ?? "HAProxy"
+  return { binary, version: version.replace(/ - https?:.*$/, "").trim() }
+}
