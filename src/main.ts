@@ -3,7 +3,7 @@
  * Portal's command line: `node dist/main.js [--config PATH] [--check] [--dev] [--log-format pretty|json]
  * [--log-level LEVEL] [--help] [--version]`.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Exit, Layer } from "effect"
 import { parseArgs } from "node:util"
 import { runCheck } from "./layers/Check.js"

@@ -1,6 +1,6 @@
 /** `--check`: load everything once, print each problem or a summary, and return the exit code. */
-import { FetchHttpClient } from "@effect/platform"
-import { NodeFileSystem } from "@effect/platform-node"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Effect, Either, Layer } from "effect"
 import { formatProblem } from "../schema/problems.js"
 import { loadConfiguration } from "../services/ConfigStore.js"

@@ -1,6 +1,7 @@
 /** The production wiring: every service built once, at the top. */
-import { FetchHttpClient } from "@effect/platform"
-import { NodeCommandExecutor, NodeFileSystem } from "@effect/platform-node"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as NodeCommandExecutor from "@effect/platform-node/NodeCommandExecutor"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Effect, Layer } from "effect"
 import { ConfigStore } from "../services/ConfigStore.js"
 import { DevConfigStore, demoProvider } from "./Dev.js"

@@ -30,24 +30,39 @@ export class BackendUnavailable extends Data.TaggedError("BackendUnavailable")<{
 export interface BackendConnection {
   readonly socket: net.Socket
   readonly address: BackendAddress
+  /** Takes the socket out of the scope's care: a relay that outlives the scope owns it from now on. */
+  readonly detach: () => void
 }
 
-/** Connects once; interrupting (a timeout) destroys the half-open socket. */
-const connectOnce = (address: BackendAddress, holder: { socket: net.Socket | undefined }) =>
+/** Connects once within `timeoutMs` (a plain timer: this runs for every login); interrupting destroys the socket. */
+const connectOnce = (address: BackendAddress, timeoutMs: number, holder: { socket: net.Socket | undefined }) =>
   Effect.async<net.Socket, Error>((resume) => {
     const socket = net.connect({ host: address.host, port: address.port, noDelay: true })
     holder.socket = socket
-    const onError = (error: Error) => {
+    const settle = () => {
+      clearTimeout(timer)
+      socket.off("error", onError)
       socket.off("connect", onConnect)
+    }
+    const onError = (error: Error) => {
+      settle()
       resume(Effect.fail(error))
     }
     const onConnect = () => {
-      socket.off("error", onError)
+      settle()
       resume(Effect.succeed(socket))
     }
+    const timer = setTimeout(() => {
+      settle()
+      socket.destroy()
+      resume(Effect.fail(new Error(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`)))
+    }, timeoutMs)
     socket.once("error", onError)
     socket.once("connect", onConnect)
-    return Effect.sync(() => socket.destroy())
+    return Effect.sync(() => {
+      settle()
+      socket.destroy()
+    })
   })
 
 const describeError = (error: unknown): string => {
@@ -83,27 +98,22 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
       Effect.gen(function* () {
         const order = yield* balancer.order(server)
         const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
-        const timeout = connectTimeoutOf(server, global)
+        const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
         const failures: Array<AttemptFailure> = []
+        const holder: { socket: net.Socket | undefined } = { socket: undefined }
+        // Registered before connecting, so the socket is closed whatever interrupts us later.
+        yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => holder.socket?.destroy())))
         for (const address of order.slice(0, limit)) {
-          const holder: { socket: net.Socket | undefined } = { socket: undefined }
-          // Registered before connecting, so the socket is closed whatever interrupts us later.
-          yield* Effect.addFinalizer(() => Effect.sync(() => holder.socket?.destroy()))
-          const attempt = yield* connectOnce(address, holder).pipe(
-            Effect.timeoutFail({
-              duration: timeout,
-              onTimeout: () => new Error(`no answer within ${Duration.format(timeout)}`)
-            }),
-            Effect.either
-          )
+          const attempt = yield* Effect.either(connectOnce(address, timeoutMs, holder))
           if (attempt._tag === "Right") {
             const socket = attempt.right
             socket.on("error", () => {}) // errors surface through the relay
             applyKeepalive(socket, keepaliveParams(global))
             yield* balancer.reportSuccess(server.id, address)
-            return { socket, address }
+            return { socket, address, detach: () => (holder.socket = undefined) }
           }
           holder.socket?.destroy()
+          holder.socket = undefined
           failures.push({ address: formatHostPort(address), reason: describeError(attempt.left) })
           yield* balancer.reportFailure(server.id, address)
           yield* Effect.logDebug(`backend ${formatHostPort(address)} of ${server.id} failed: ${describeError(attempt.left)}`)

@@ -50,6 +50,18 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
         return orderCandidates(server.config.balance, candidates, now, slowStart).map((candidate) => candidate.address)
       })
 
+    const acquire = (serverId: string, address: BackendAddress): Effect.Effect<() => void> =>
+      Effect.sync(() => {
+        stateOf(serverId, address).active += 1
+        let released = false
+        return () => {
+          if (released) return
+          released = true
+          const state = servers.get(serverId)?.get(formatHostPort(address))
+          if (state !== undefined && state.active > 0) state.active -= 1
+        }
+      })
+
     const markRecovered = (state: AddressState, now: number) => {
       state.recoveredAt = now
       state.currentWeight = 0
@@ -83,18 +95,11 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
             state.ejectedUntil = 0
           }
         }),
+      /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
+      acquire,
       /** Counts a live session on an address for least_conn, for the life of the scope. */
       track: (serverId: string, address: BackendAddress): Effect.Effect<void, never, Scope.Scope> =>
-        Effect.acquireRelease(
-          Effect.sync(() => {
-            stateOf(serverId, address).active += 1
-          }),
-          () =>
-            Effect.sync(() => {
-              const state = servers.get(serverId)?.get(formatHostPort(address))
-              if (state !== undefined && state.active > 0) state.active -= 1
-            })
-        ),
+        Effect.acquireRelease(acquire(serverId, address), (release) => Effect.sync(release)),
       /** Whether any address passes the active health check (true for servers without one). */
       anyHealthy: (server: ServerDefinition) =>
         Effect.sync(() => server.config.addresses.some((address) => stateOf(server.id, address).healthy)),

@@ -4,7 +4,7 @@
  * and edits made to it by hand while Portal runs are picked up (file watch plus a slow poll as a safety net).
  * Lookups read immutable in-memory indexes, so checking a connection costs a map lookup and a short range scan.
  */
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Clock, Data, Duration, Effect, Either, FiberSet, Option, Ref, Schedule } from "effect"
 import * as NodeFs from "node:fs"
 import * as path from "node:path"

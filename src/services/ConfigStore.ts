@@ -3,7 +3,8 @@
  * applies changes in `servers_dir` while running (file watch plus a slow poll as a safety net), and re-reads
  * `proxy.toml` on SIGHUP. A file that fails to decode is reported and the last good version stays.
  */
-import { FileSystem, HttpClient } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpClient from "@effect/platform/HttpClient"
 import { Context, Duration, Effect, Either, Layer, Runtime, Schedule, Schema, Stream, SubscriptionRef } from "effect"
 import { randomBytes } from "node:crypto"
 import * as NodeFs from "node:fs"

@@ -2,7 +2,7 @@
  * Forwarding: what the backend is told about the player. In the raw modes that is the handshake: its address
  * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port.
  */
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Clock, Data, Effect } from "effect"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"

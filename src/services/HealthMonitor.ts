@@ -61,7 +61,7 @@ export const probe = (server: ServerDefinition, address: BackendAddress, setting
       const handshake = encodeHandshake({ protocolVersion: PROBE_PROTOCOL, address: host, port: address.port, nextState: NEXT_STATE_STATUS })
       const preamble = server.config.send_proxy_protocol ? [encodeProxyV2Local()] : []
       yield* writeAll(socket, Buffer.concat([...preamble, handshake, STATUS_REQUEST]))
-      const text = yield* new SocketReader(socket).read("a status answer", MAX_STATUS_FRAME_BYTES, (buffer) => {
+      const text = yield* new SocketReader(socket).read("a status answer", MAX_STATUS_FRAME_BYTES, Duration.toMillis(settings.timeout), (buffer) => {
         const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
         if (frame._tag === "Incomplete") return needMore
         if (frame._tag === "Invalid" || frame.packetId !== 0) return failParse(new Error("not a status answer"))

@@ -10,6 +10,7 @@ import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { keepaliveParams } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
 import { applyKeepalive } from "./native/keepalive.js"
+import { Relay } from "./Relay.js"
 import { Session } from "./Session.js"
 
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly address: string; readonly reason: string }> {
@@ -28,6 +29,7 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
   scoped: Effect.gen(function* () {
     const store = yield* ConfigStore
     const session = yield* Session
+    const relay = yield* Relay
     const snapshot = yield* store.get
     const { bind } = snapshot.global
     const fibers = yield* FiberSet.make<void, never>()
@@ -71,16 +73,17 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
     const bound = server.address() as net.AddressInfo
     yield* Effect.logInfo(`listening on ${formatHostPort({ host: bound.address, port: bound.port })}`)
 
-    // Runs before the fibers are interrupted (finalizers run in reverse order): stop accepting, then drain.
+    // Runs before the fibers are interrupted (finalizers run in reverse order): stop accepting, then drain
+    // connections still in their handshake and relayed sessions; the Relay service ends what is left.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         server.close()
-        const live = yield* FiberSet.size(fibers)
+        const live = (yield* FiberSet.size(fibers)) + (yield* relay.active)
         if (live > 0) {
           const grace = shutdownGrace()
           yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
           // Finalizers run uninterruptibly; the wait must be interruptible or the timeout could never end it.
-          yield* FiberSet.awaitEmpty(fibers).pipe(Effect.interruptible, Effect.timeoutOption(grace))
+          yield* Effect.zipRight(FiberSet.awaitEmpty(fibers), relay.awaitIdle).pipe(Effect.interruptible, Effect.timeoutOption(grace))
         }
       })
     )

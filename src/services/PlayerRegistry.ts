@@ -36,10 +36,12 @@ interface LiveSession {
   bytes: SessionByteSource | undefined
 }
 
-export interface SessionHandle {
+/** A session's place in the registry; `release` removes it (idempotent). */
+export interface SessionLease {
   readonly id: number
   /** Records the backend address once connected, and where the byte counts come from. */
-  readonly attachBackend: (backendAddress: string, bytes: SessionByteSource) => Effect.Effect<void>
+  readonly attachBackend: (backendAddress: string, bytes: SessionByteSource) => void
+  readonly release: () => void
 }
 
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
@@ -55,28 +57,33 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       else perServer.set(serverId, next)
     }
 
-    /** Adds a session for the life of the current scope. */
-    const register = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionHandle, never, Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.map(Clock.currentTimeMillis, (since) => {
-          const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
-          sessions.set(entry.id, live)
-          adjust(entry.serverId, 1)
-          const handle: SessionHandle = {
-            id: entry.id,
-            attachBackend: (backendAddress, bytes) =>
-              Effect.sync(() => {
-                live.backendAddress = backendAddress
-                live.bytes = bytes
-              })
-          }
-          return handle
-        }),
-        () =>
-          Effect.sync(() => {
+    /**
+     * Adds a session until its lease is released. A plain callback rather than a scope: a relayed session outlives
+     * the fiber that set it up, and its relay releases the lease when the connection ends.
+     */
+    const add = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease> =>
+      Effect.map(Clock.currentTimeMillis, (since) => {
+        const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
+        sessions.set(entry.id, live)
+        adjust(entry.serverId, 1)
+        let released = false
+        return {
+          id: entry.id,
+          attachBackend: (backendAddress, bytes) => {
+            live.backendAddress = backendAddress
+            live.bytes = bytes
+          },
+          release: () => {
+            if (released) return
+            released = true
             if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
-          })
-      )
+          }
+        }
+      })
+
+    /** Adds a session for the life of the current scope. */
+    const register = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease, never, Scope.Scope> =>
+      Effect.acquireRelease(add(entry), (lease) => Effect.sync(lease.release))
 
     const snapshot = (live: LiveSession): SessionSnapshot => ({
       ...live.entry,
@@ -86,6 +93,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     })
 
     return {
+      add,
       register,
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */

@@ -3,7 +3,7 @@
  * on, a bound on handshakes in progress per IP and in total so that a flood from one address cannot starve others.
  * Memory stays bounded however many addresses arrive: idle entries expire and the tables are capped.
  */
-import { Clock, Duration, Effect, Option, Scope } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
 import { ConfigStore } from "./ConfigStore.js"
 
 /** Handshakes one address may have in progress at once. */
@@ -94,11 +94,10 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
       })
 
     /**
-     * Takes a handshake slot for `ip` until `release` is called or the scope closes; None when the address or
-     * the proxy has too many handshakes in progress.
+     * Takes a handshake slot for `ip` until `release` is called (idempotent); None when the address or the proxy
+     * has too many handshakes in progress.
      */
-    const enterHandshake = (ip: string): Effect.Effect<Option.Option<() => void>, never, Scope.Scope> =>
-      Effect.acquireRelease(
+    const enterHandshake = (ip: string): Effect.Effect<Option.Option<() => void>> =>
         Effect.sync(() => {
           const mine = pending.get(ip) ?? 0
           if (mine >= MAX_PENDING_HANDSHAKES_PER_IP || pendingTotal >= MAX_PENDING_HANDSHAKES) return Option.none()
@@ -113,9 +112,7 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
             if (left <= 0) pending.delete(ip)
             else pending.set(ip, left)
           })
-        }),
-        (slot) => Effect.sync(() => Option.map(slot, (release) => release()))
-      )
+        })
 
     return {
       /** Counts a login attempt; false when the address is over `[rate_limit]` for logins. */

@@ -113,132 +113,181 @@ export class RelayWatchdog {
 const spliceEnd = (result: SpliceResult): RelayEnd =>
   result.reason === "cancelled" ? "interrupted" : result.reason === "error" ? "error" : result.reason
 
+/** What a relay needs to start; `onEnd` runs once, after both sockets are destroyed. */
+export interface RelayRequest {
+  readonly client: Socket
+  readonly backend: Socket
+  readonly timeouts: RelayTimeouts
+  /** Splice in the kernel (the caller checked that the addon is available). */
+  readonly zeroCopy: boolean
+  readonly onEnd: (outcome: RelayOutcome) => void
+}
+
+interface ActiveRelay {
+  /** Ends the relay now (shutdown); the relay then reports through its onEnd. */
+  readonly stop: () => void
+  readonly meter: ByteMeter
+}
+
+/**
+ * Node's `pipe` moves the bytes with backpressure; ends and errors are handled here rather than by
+ * `stream.pipeline`, which destroys both sockets on the first error: when side X ends, Y gets FIN after the
+ * last byte, Y's input is read and dropped until Y closes or the linger ends, and only then are both destroyed.
+ * Closing a socket with unread input sends RST, and a Windows client drops a kick message it got before an RST.
+ */
+const startPassthrough = (
+  { client, backend, timeouts }: RelayRequest,
+  watchdog: RelayWatchdog,
+  finished: (outcome: RelayOutcome) => void
+): ActiveRelay => {
+  let done = false
+  let firstEnd: RelayEnd | undefined
+  let lingerTimer: NodeJS.Timeout | undefined
+
+  const finish = (end: RelayEnd, error?: Error) => {
+    if (done) return
+    done = true
+    clearTimeout(lingerTimer)
+    watchdog.delete(watched)
+    client.off("end", onClientEnd)
+    backend.off("end", onBackendEnd)
+    for (const socket of [client, backend]) {
+      socket.off("error", onError).off("close", onClose)
+      socket.unpipe()
+      socket.destroy()
+    }
+    finished(error === undefined ? { end } : { end, error: error.message })
+  }
+
+  /** `from` sent FIN: pass it on after the bytes in flight, drain the other side, and linger. */
+  const ended = (from: Socket, to: Socket, end: RelayEnd) => {
+    if (firstEnd !== undefined) return finish(firstEnd)
+    firstEnd = end
+    to.unpipe(from)
+    to.end()
+    to.on("data", discard)
+    to.resume()
+    lingerTimer = setTimeout(() => finish(end), LINGER_MS)
+    lingerTimer.unref()
+  }
+  const onClientEnd = () => ended(client, backend, "client_closed")
+  const onBackendEnd = () => ended(backend, client, "backend_closed")
+  // After a clean end, a reset of the lingering side is expected and not reported as an error.
+  const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
+  const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
+
+  const watched = watchdog.add(
+    {
+      bytesRead: () => backend.bytesRead,
+      bytesWritten: () => backend.bytesWritten - backend.writableLength,
+      writeBlocked: () => backend.writableNeedDrain
+    },
+    timeouts,
+    (end) => finish(end)
+  )
+  client.once("end", onClientEnd)
+  backend.once("end", onBackendEnd)
+  for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
+  client.pipe(backend, { end: false })
+  backend.pipe(client, { end: false })
+  return {
+    stop: () => finish("interrupted"),
+    meter: { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }
+  }
+}
+
+/** Hands both sockets to the splice(2) addon; the addon's completion ends the relay. */
+const startZeroCopy = (
+  { client, backend, timeouts }: RelayRequest,
+  watchdog: RelayWatchdog,
+  finished: (outcome: RelayOutcome) => void
+): ActiveRelay => {
+  // Bytes Node read but did not deliver yet are moved (and counted) by the addon: count them once.
+  const inBefore = client.bytesRead - client.readableLength
+  const outBefore = client.bytesWritten
+  const session = startSplice(client, backend)
+  let final: SpliceResult | undefined
+  let timedOut: RelayEnd | undefined
+  const watched = watchdog.add(
+    {
+      // The addon reports the time of the last read, not a count: a value that moves with it is enough.
+      bytesRead: () => session.stats().lastBackendReadMs,
+      bytesWritten: () => {
+        const stats = session.stats()
+        return stats.clientToBackend - stats.pendingToBackend
+      },
+      writeBlocked: () => session.stats().pendingToBackend > 0
+    },
+    timeouts,
+    (end) => {
+      timedOut ??= end
+      session.cancel()
+    }
+  )
+  void session.done.then((result) => {
+    final = result
+    watchdog.delete(watched)
+    const end = timedOut ?? spliceEnd(result)
+    finished(result.error !== undefined && timedOut === undefined ? { end, error: result.error } : { end })
+  })
+  return {
+    stop: () => session.cancel(),
+    meter: {
+      bytesIn: () => inBefore + (final ?? session.stats()).clientToBackend,
+      bytesOut: () => outBefore + (final ?? session.stats()).backendToClient
+    }
+  }
+}
+
 export class Relay extends Effect.Service<Relay>()("portal/Relay", {
-  effect: Effect.sync(() => {
+  scoped: Effect.gen(function* () {
     const watchdog = new RelayWatchdog()
+    const active = new Set<ActiveRelay>()
+    let whenIdle: Array<() => void> = []
 
     /**
-     * Relays until either side ends; resolves with why. Interrupting it destroys both sockets.
-     * The caller has already written the handshake (and Login Start) to the backend.
-     *
-     * Node's `pipe` moves the bytes with backpressure; ends and errors are handled here rather than by
-     * `stream.pipeline`, which destroys both sockets on the first error: when side X ends, Y gets FIN after the
-     * last byte, Y's input is read and dropped until Y closes or the linger ends, and only then are both destroyed.
-     * Closing a socket with unread input sends RST, and a Windows client drops a kick message it got before an RST.
+     * Starts relaying and returns at once: the relay lives on its own (a suspended fiber per player would cost
+     * more memory than the player's sockets) and reports through `onEnd`. The service's scope ends the relays
+     * still running when Portal stops.
      */
-    const passthrough = (
-      client: Socket,
-      backend: Socket,
-      timeouts: RelayTimeouts,
-      onMeter: (meter: ByteMeter) => void = discard
-    ): Effect.Effect<RelayOutcome> =>
-      Effect.async<RelayOutcome>((resume) => {
-        onMeter({ bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten })
-        let finished = false
-        let firstEnd: RelayEnd | undefined
-        let lingerTimer: NodeJS.Timeout | undefined
-
-        const finish = (end: RelayEnd, error?: Error) => {
-          if (finished) return
-          finished = true
-          clearTimeout(lingerTimer)
-          watchdog.delete(watched)
-          client.off("end", onClientEnd)
-          backend.off("end", onBackendEnd)
-          for (const socket of [client, backend]) {
-            socket.off("error", onError).off("close", onClose)
-            socket.unpipe()
-            socket.destroy()
+    const start = (request: RelayRequest): Effect.Effect<ByteMeter> =>
+      Effect.sync(() => {
+        const finished = (outcome: RelayOutcome) => {
+          active.delete(relay)
+          if (active.size === 0) {
+            const waiting = whenIdle
+            whenIdle = []
+            for (const resolve of waiting) resolve()
           }
-          resume(Effect.succeed(error === undefined ? { end } : { end, error: error.message }))
+          request.onEnd(outcome)
         }
-
-        /** `from` sent FIN: pass it on after the bytes in flight, drain the other side, and linger. */
-        const ended = (from: Socket, to: Socket, end: RelayEnd) => {
-          if (firstEnd !== undefined) return finish(firstEnd)
-          firstEnd = end
-          to.unpipe(from)
-          to.end()
-          to.on("data", discard)
-          to.resume()
-          lingerTimer = setTimeout(() => finish(end), LINGER_MS)
-          lingerTimer.unref()
-        }
-        const onClientEnd = () => ended(client, backend, "client_closed")
-        const onBackendEnd = () => ended(backend, client, "backend_closed")
-        // After a clean end, a reset of the lingering side is expected and not reported as an error.
-        const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
-        const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
-
-        const watched = watchdog.add(
-          {
-            bytesRead: () => backend.bytesRead,
-            bytesWritten: () => backend.bytesWritten - backend.writableLength,
-            writeBlocked: () => backend.writableNeedDrain
-          },
-          timeouts,
-          (end) => finish(end)
-        )
-        client.once("end", onClientEnd)
-        backend.once("end", onBackendEnd)
-        for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
-        client.pipe(backend, { end: false })
-        backend.pipe(client, { end: false })
-        return Effect.sync(() => finish("interrupted"))
+        const relay = request.zeroCopy ? startZeroCopy(request, watchdog, finished) : startPassthrough(request, watchdog, finished)
+        active.add(relay)
+        return relay.meter
       })
 
-    /**
-     * Hands both sockets to the splice(2) addon. Interrupting it cancels the splice and waits until the addon has
-     * let go of the descriptors and both sockets are destroyed.
-     */
-    const zeroCopy = (
-      client: Socket,
-      backend: Socket,
-      timeouts: RelayTimeouts,
-      onMeter: (meter: ByteMeter) => void = discard
-    ): Effect.Effect<RelayOutcome> =>
-      Effect.async<RelayOutcome>((resume) => {
-        // Bytes Node read but did not deliver yet are moved (and counted) by the addon: count them once.
-        const inBefore = client.bytesRead - client.readableLength
-        const outBefore = client.bytesWritten
-        const session = startSplice(client, backend)
-        let final: SpliceResult | undefined
-        onMeter({
-          bytesIn: () => inBefore + (final ?? session.stats()).clientToBackend,
-          bytesOut: () => outBefore + (final ?? session.stats()).backendToClient
-        })
-        let timedOut: RelayEnd | undefined
-        const watched = watchdog.add(
-          {
-            // The addon reports the time of the last read, not a count: turn it into a counter that moves with it.
-            bytesRead: () => session.stats().lastBackendReadMs,
-            bytesWritten: () => {
-              const stats = session.stats()
-              return stats.clientToBackend - stats.pendingToBackend
-            },
-            writeBlocked: () => session.stats().pendingToBackend > 0
-          },
-          timeouts,
-          (end) => {
-            timedOut ??= end
-            session.cancel()
-          }
-        )
-        void session.done.then((result) => {
-          final = result
-          watchdog.delete(watched)
-          const end = timedOut ?? spliceEnd(result)
-          resume(Effect.succeed(result.error !== undefined && timedOut === undefined ? { end, error: result.error } : { end }))
-        })
-        return Effect.promise(() => {
-          session.cancel()
-          return session.done
-        })
+    /** Waits until no relay is running (or the effect is interrupted). */
+    const awaitIdle = Effect.async<void>((resume) => {
+      if (active.size === 0) return resume(Effect.void)
+      const resolve = () => resume(Effect.void)
+      whenIdle.push(resolve)
+      return Effect.sync(() => {
+        whenIdle = whenIdle.filter((entry) => entry !== resolve)
       })
+    })
+
+    // Shutdown: end every relay, then give the splice addon a moment to let go of its descriptors.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        for (const relay of [...active]) relay.stop()
+        yield* awaitIdle.pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(2)))
+      })
+    )
 
     return {
-      passthrough,
-      zeroCopy,
+      start,
+      awaitIdle,
+      active: Effect.sync(() => active.size),
       /** Whether zero_copy can really splice here; servers asking for it relay as passthrough otherwise. */
       zeroCopySupport: spliceSupport,
       watchdog

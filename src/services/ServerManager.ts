@@ -6,7 +6,8 @@
  *
  * Servers without `[server_manager]` are not tracked here and are always reported `online`.
  */
-import { CommandExecutor, HttpClient } from "@effect/platform"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
+import * as HttpClient from "@effect/platform/HttpClient"
 import {
   Clock,
   Config,

@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Clock, Duration, Effect, Option } from "effect"
+import { Cause, Clock, Duration, Effect, Option, Runtime, Scope } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -41,19 +41,21 @@ import { done, failParse, needMore, type Parse, SocketReader, writeAll } from ".
 import { StatusService } from "./StatusService.js"
 import { toLegacyStatus } from "./status/motd.js"
 
-/** Time a client has for its PROXY header and handshake, and for each packet before the relay. */
-export const HANDSHAKE_TIMEOUT = Duration.seconds(5)
-/** A lone `FE` or `FE 01` is a legacy ping if nothing follows within this time. */
-export const LEGACY_PING_WAIT = Duration.millis(300)
+/** Time a client has for its PROXY header and handshake, and for each packet before the relay (ms). */
+export const HANDSHAKE_TIMEOUT_MS = 5_000
+/** A lone `FE` or `FE 01` is a legacy ping if nothing follows within this time (ms). */
+export const LEGACY_PING_WAIT_MS = 300
 /** Protocol asked of a backend on behalf of a pre-1.7 client (any modern one gives the same answer). */
 export const LEGACY_STATUS_PROTOCOL = 47
 const MAX_PROXY_HEADER_BYTES = 16 + 4096
-/** How long a closing connection may take to flush its last message. */
-const CLOSE_FLUSH_TIMEOUT = Duration.seconds(2)
+/** How long a closing connection may take to flush its last message (ms). */
+const CLOSE_FLUSH_TIMEOUT_MS = 2_000
 
 export interface Connection {
   readonly id: number
   readonly socket: Socket
+  /** Set once a relay owns the socket: the end of the session must not close it then. */
+  relayed?: boolean
 }
 
 interface Peer {
@@ -128,22 +130,25 @@ const packet =
     }
   }
 
-const timed = <A, E>(effect: Effect.Effect<A, E>, during: string, duration = HANDSHAKE_TIMEOUT) =>
-  Effect.timeoutFail(effect, { duration, onTimeout: () => new ProtocolError(`timed out waiting for ${during}`) })
-
-/** Writes a last message, half-closes, and waits (bounded) for it to leave. */
+/** Writes a last message, half-closes, and waits (bounded by a plain timer) for it to leave. */
 const closeWith = (socket: Socket, data: Buffer | undefined) =>
   Effect.async<void>((resume) => {
     if (socket.destroyed) return resume(Effect.void)
     const finish = () => {
+      clearTimeout(timer)
+      socket.off("close", finish)
       socket.destroy()
       resume(Effect.void)
     }
+    const timer = setTimeout(finish, CLOSE_FLUSH_TIMEOUT_MS)
     socket.once("close", finish)
     if (data === undefined) socket.end()
     else socket.end(data)
-    return Effect.sync(() => socket.destroy())
-  }).pipe(Effect.timeout(CLOSE_FLUSH_TIMEOUT), Effect.ignore, Effect.ensuring(Effect.sync(() => socket.destroy())))
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      socket.destroy()
+    })
+  })
 
 const disconnect = (socket: Socket, message: string) => closeWith(socket, encodeLoginDisconnect(message))
 
@@ -178,6 +183,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const ipFilter = yield* IpFilter
     const bans = yield* BanStore
     const manager = yield* ServerManager
+    const runDetached = Runtime.runFork(yield* Effect.runtime<never>())
 
     const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
       Effect.gen(function* () {
@@ -189,15 +195,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           localPort: socket.localPort ?? 0
         }
         if (!snapshot.global.receive_proxy_protocol) return own
-        const header = yield* timed(
-          reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, (buffer) => {
-            const read = readProxyHeader(buffer)
-            if (read._tag === "Incomplete") return needMore
-            if (read._tag === "Invalid") return failParse(new ProtocolError(read.reason))
-            return done(read, read.length)
-          }),
-          "the PROXY protocol header"
-        )
+        const header = yield* reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, (buffer) => {
+          const read = readProxyHeader(buffer)
+          if (read._tag === "Incomplete") return needMore
+          if (read._tag === "Invalid") return failParse(new ProtocolError(read.reason))
+          return done(read, read.length)
+        })
         if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
         return {
           clientIp: normaliseIp(header.source.address),
@@ -209,14 +212,14 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
 
     const readOpening = (reader: SocketReader) =>
       Effect.gen(function* () {
-        const opening = yield* timed(reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, parseOpening), "the handshake")
+        const opening = yield* reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening)
         if (opening._tag !== "MaybeLegacyPing") return opening
         // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive that make it something else.
         const more = yield* reader
-          .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, (buffer) =>
+          .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, LEGACY_PING_WAIT_MS, (buffer) =>
             buffer.length > (opening.ping._tag === "Beta" ? 1 : 2) ? parseOpening(buffer) : needMore
           )
-          .pipe(Effect.timeout(LEGACY_PING_WAIT), Effect.option)
+          .pipe(Effect.option)
         if (Option.isNone(more)) {
           reader.takeBuffered()
           return { _tag: "LegacyPing" as const, ping: opening.ping }
@@ -262,7 +265,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       peer: Peer
     ) =>
       Effect.gen(function* () {
-        yield* timed(reader.read("the status request", 64, packet(0x00, 16, () => undefined)), "the status request")
+        yield* reader.read("the status request", 64, HANDSHAKE_TIMEOUT_MS, packet(0x00, 16, () => undefined))
         const answer = yield* status.answer({
           server,
           state: server === undefined ? "online" : yield* stateOf(server),
@@ -270,9 +273,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           clientIp: peer.clientIp,
           preamble: server === undefined ? undefined : preambleFor(server, peer)
         })
-        yield* writeAll(connection.socket, encodeStatusResponse(JSON.stringify(answer.json)))
+        yield* writeAll(connection.socket, encodeStatusResponse(answer.text))
         yield* Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)
-        const ping = yield* timed(reader.read("the ping", 64, packet(0x01, 16, (body) => body)), "the ping").pipe(Effect.option)
+        const ping = yield* reader.read("the ping", 64, HANDSHAKE_TIMEOUT_MS, packet(0x01, 16, (body) => body)).pipe(Effect.option)
         yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
       })
 
@@ -287,13 +290,11 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     ) =>
       Effect.gen(function* () {
         const client = connection.socket
-        const start = yield* timed(
-          reader.read(
-            "Login Start",
-            MAX_LOGIN_START_FRAME_BYTES,
-            packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, handshake.protocolVersion))
-          ),
-          "Login Start"
+        const start = yield* reader.read(
+          "Login Start",
+          MAX_LOGIN_START_FRAME_BYTES,
+          HANDSHAKE_TIMEOUT_MS,
+          packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, handshake.protocolVersion))
         )
         // The handshake phase is over: this connection no longer counts against the flood bounds.
         releaseSlot()
@@ -318,7 +319,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`)
           return yield* disconnect(client, MESSAGES.serverFull)
         }
-        const session = yield* registry.register({
+        const scope = yield* Effect.scope
+        const lease = yield* registry.add({
           id: connection.id,
           serverId: server.id,
           clientAddress: peer.clientIp,
@@ -327,6 +329,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           name: player.name,
           uuid: player.uuid
         })
+        // Released when the connection ends before the relay; the relay releases them once it has taken over.
+        const releases: Array<() => void> = [lease.release]
+        yield* Scope.addFinalizer(scope, Effect.sync(() => connection.relayed || releases.forEach((release) => release())))
 
         const wake = yield* manager.ensureOnline(server.id)
         if (wake._tag === "Starting") {
@@ -342,7 +347,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logWarning(`${who} could not join ${server.id}: ${dialed.left.message}`)
           return yield* disconnect(client, server.config.disconnect_message)
         }
-        const { socket: backendSocket, address } = dialed.right
+        const { socket: backendSocket, address, detach } = dialed.right
         const handshakeBytes = yield* Effect.either(
           forwarding.backendHandshake({ server, global: snapshot.global, handshake, backend: address, clientIp: peer.clientIp, login: player })
         )
@@ -350,27 +355,40 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logError(`${who} could not join ${server.id}: ${handshakeBytes.left.message}`)
           return yield* disconnect(client, MESSAGES.forwardingUnavailable)
         }
-        yield* balancer.track(server.id, address)
+        releases.push(yield* balancer.acquire(server.id, address))
         const preamble = preambleFor(server, peer)
         const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
         yield* writeAll(backendSocket, Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
-        let meter: ByteMeter = { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }
-        yield* session.attachBackend(formatHostPort(address), { bytesIn: () => meter.bytesIn(), bytesOut: () => meter.bytesOut() })
-        const spliced = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
-        yield* Effect.logInfo(`${who} joined ${server.id} via ${formatHostPort(address)}${spliced ? " (zero_copy)" : ""}`)
+
+        const zeroCopy = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
+        const via = formatHostPort(address)
+        yield* Effect.logInfo(`${who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`)
+        // From here the relay owns both sockets and the leases, and this fiber ends.
         const started = Date.now()
-        const timeouts = relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
-        const useMeter = (next: ByteMeter) => {
-          meter = next
-        }
-        const outcome = yield* spliced
-          ? relay.zeroCopy(client, backendSocket, timeouts, useMeter)
-          : relay.passthrough(client, backendSocket, timeouts, useMeter)
-        yield* Effect.logInfo(
-          `${who} left ${server.id} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
-            `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
-            `in ${formatBytes(meter.bytesIn())}, out ${formatBytes(meter.bytesOut())})`
-        )
+        const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
+        const meters: { current: ByteMeter | undefined } = { current: undefined }
+        connection.relayed = true
+        detach()
+        const meter = yield* relay.start({
+          client,
+          backend: backendSocket,
+          timeouts: relayTimeouts(server.config.timeouts.read, server.config.timeouts.write),
+          zeroCopy,
+          onEnd: (outcome) => {
+            for (const release of releases) release()
+            const bytesIn = meters.current?.bytesIn() ?? 0
+            const bytesOut = meters.current?.bytesOut() ?? 0
+            runDetached(
+              Effect.logInfo(
+                `${who} left ${server.id} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
+                  `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
+                  `in ${formatBytes(bytesIn)}, out ${formatBytes(bytesOut)})`
+              ).pipe(Effect.annotateLogs(annotations))
+            )
+          }
+        })
+        meters.current = meter
+        lease.attachBackend(via, meter)
       })
 
     /**
@@ -396,21 +414,33 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       }
     }
 
-    /** Runs one connection to its end. Never fails: every error is logged here, at the connection's boundary. */
+    /** Runs one connection until its relay starts (or it ends). Never fails: errors are logged at this boundary. */
     const handle = (connection: Connection): Effect.Effect<void> => {
       const socket = connection.socket
       return Effect.gen(function* () {
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
         const peer = yield* readPeer(connection, reader, snapshot)
+        return yield* serve(connection, reader, peer, snapshot).pipe(Effect.annotateLogs({ ip: peer.clientIp }))
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
+        Effect.ensuring(Effect.sync(() => connection.relayed || socket.destroy())),
+        Effect.scoped,
+        Effect.annotateLogs({ conn: connection.id })
+      )
+    }
+
+    const serve = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot) =>
+      Effect.gen(function* () {
+        const socket = connection.socket
         const ip = peer.clientIp
-        yield* Effect.annotateLogsScoped({ ip })
         const slot = yield* rateLimiter.enterHandshake(ip)
         if (Option.isNone(slot)) {
           yield* Effect.logDebug("too many handshakes in progress: closed")
           return yield* closeWith(socket, undefined)
         }
         const releaseSlot = slot.value
+        yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(releaseSlot)))
         const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
         const ipBan = globallyAllowed ? yield* bans.checkIp(ip) : Option.none()
         // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
@@ -449,20 +479,28 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
-        yield* Effect.annotateLogsScoped({ server: server.id })
-        if (!ipFilter.allowedFor(server, ip)) {
+        return yield* routed(connection, reader, handshake, server, peer, snapshot, releaseSlot).pipe(
+          Effect.annotateLogs({ server: server.id })
+        )
+      })
+
+    const routed = (
+      connection: Connection,
+      reader: SocketReader,
+      handshake: Handshake,
+      server: ServerDefinition,
+      peer: Peer,
+      snapshot: ConfigSnapshot,
+      releaseSlot: () => void
+    ) =>
+      Effect.gen(function* () {
+        if (!ipFilter.allowedFor(server, peer.clientIp)) {
           yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
-          return yield* refuse(socket, opening, MESSAGES.notAllowed)
+          return yield* refuse(connection.socket, { _tag: "Modern", handshake }, MESSAGES.notAllowed)
         }
-        if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
+        if (handshake.nextState === NEXT_STATE_STATUS) return yield* answerStatus(connection, reader, handshake, server, peer)
         return yield* login(connection, reader, handshake, server, peer, snapshot, releaseSlot)
-      }).pipe(
-        Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
-        Effect.ensuring(Effect.sync(() => socket.destroy())),
-        Effect.scoped,
-        Effect.annotateLogs({ conn: connection.id })
-      )
-    }
+      })
 
     return { handle }
   })

@@ -6,7 +6,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
 import type { ServerDefinition } from "../schema/decode.js"
-import type { ServerState } from "../schema/common.js"
+import type { MotdEntry, ServerState } from "../schema/common.js"
 import { readFrame } from "../protocol/frame.js"
 import type { Handshake } from "../protocol/handshake.js"
 import { NEXT_STATE_STATUS } from "../protocol/handshake.js"
@@ -25,12 +25,14 @@ import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, parseBackend
 import { StatusCache } from "./status/StatusCache.js"
 
 /** How long the backend may take to answer once connected (each connect attempt has its own timeout). */
-export const STATUS_READ_TIMEOUT = Duration.seconds(3)
+export const STATUS_READ_TIMEOUT_MS = 3_000
 
 export type StatusSource = "cache" | "backend" | "stale" | "composed"
 
 export interface StatusAnswer {
   readonly json: StatusJson
+  /** `json` as sent on the wire. */
+  readonly text: string
   readonly source: StatusSource
   /** The state shown (an online server whose backends fail is shown `unreachable`). */
   readonly state: ServerState
@@ -55,6 +57,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
     const registry = yield* PlayerRegistry
     const cache = new StatusCache<StatusJson>()
     const inflight = new Map<string, Deferred.Deferred<StatusJson, Error>>()
+    const rendered = new WeakMap<StatusJson, { readonly entry: MotdEntry | undefined; readonly json: StatusJson; readonly text: string }>()
 
     /** One status request to a backend: connect, handshake, request, read the answer, close. */
     const fetchFromBackend = (request: StatusRequest, server: ServerDefinition) =>
@@ -73,8 +76,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           const parts = request.preamble === undefined ? [handshake, STATUS_REQUEST] : [request.preamble, handshake, STATUS_REQUEST]
           yield* writeAll(connection.socket, Buffer.concat(parts))
           const reader = new SocketReader(connection.socket)
-          const text = yield* reader
-            .read("the backend's status answer", MAX_STATUS_FRAME_BYTES, (buffer) => {
+          const text = yield* reader.read("the backend's status answer", MAX_STATUS_FRAME_BYTES, STATUS_READ_TIMEOUT_MS, (buffer) => {
               const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
               if (frame._tag === "Incomplete") return needMore
               if (frame._tag === "Invalid") return failParse(new Error(frame.reason))
@@ -85,7 +87,6 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
                 return failParse(error as Error)
               }
             })
-            .pipe(Effect.timeoutFail({ duration: STATUS_READ_TIMEOUT, onTimeout: () => new Error("no status answer in time") }))
           return parseBackendStatus(text)
         })
       )
@@ -136,7 +137,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           online,
           max: server?.config.max_players ?? 0
         })
-        return { json, source: "composed" as const, state }
+        return { json, text: JSON.stringify(json), source: "composed" as const, state }
       })
 
     const answer = (request: StatusRequest): Effect.Effect<StatusAnswer> =>
@@ -147,7 +148,15 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const live = yield* liveStatus(request, server)
         if (live === undefined) return yield* composed(request, "unreachable")
         // Only the server's own [motd.online] overrides a live answer; [default_motd] is for composed answers.
-        return { json: overlayOnline(live.json, server.config.motd.online), source: live.source, state: "online" as const }
+        // A cached answer is rendered once per MOTD entry, not once per ping (favicons make it large).
+        const entry = server.config.motd.online
+        let memo = rendered.get(live.json)
+        if (memo === undefined || memo.entry !== entry) {
+          const json = overlayOnline(live.json, entry)
+          memo = { entry, json, text: JSON.stringify(json) }
+          rendered.set(live.json, memo)
+        }
+        return { json: memo.json, text: memo.text, source: live.source, state: "online" as const }
       })
 
     return { answer, cacheKeys: Effect.sync(() => cache.keys()) }

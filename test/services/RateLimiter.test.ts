@@ -50,7 +50,7 @@ describe("RateLimiter", () => {
     }).pipe(Effect.provide(layerWith({ enabled: true, status_max: 5, status_window: "1m" })))
   )
 
-  it.scoped("bounds handshakes in progress per IP, and releases them", () =>
+  it.scoped("bounds handshakes in progress per IP, and releases them once", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
       const slots = yield* Effect.forEach(Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }), () =>

@@ -3,7 +3,7 @@
  * fsync the directory. A crash at any point leaves the old or the new complete file, plus at worst a stray
  * temporary file that `removeStrayTempFiles` deletes at the next start.
  */
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
 import { Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"

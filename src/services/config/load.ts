@@ -2,7 +2,8 @@
  * Reading configuration from disk: the global file, the server files, favicons and the forwarding secret.
  * Paths written in a file resolve against that file's directory.
  */
-import { FileSystem, HttpClient } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, Either } from "effect"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"

@@ -6,8 +6,8 @@
  * - start / stop: `POST {api_url}/api/v2/servers/{server_id}/action/start_server` / `stop_server`
  * - header: `Authorization: Bearer <api_key>`
  */
-import { HttpClientRequest } from "@effect/platform"
-import type { HttpClient } from "@effect/platform"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import type { Effect, Scope } from "effect"
 import type { Observation, Provider, ProviderInput } from "./Provider.js"
 import { apiBase, makeRemote, type RemoteApi, type RemoteConfig, withKey } from "./remote.js"

@@ -3,7 +3,9 @@
  * and reports it ready when a stdout line contains `ready_pattern`. A stop writes `stop` to its stdin and
  * kills it after `shutdown_timeout`. Every process is stopped the same way when its scope closes.
  */
-import { Command, CommandExecutor, type Error as PlatformError } from "@effect/platform"
+import * as Command from "@effect/platform/Command"
+import * as CommandExecutor from "@effect/platform/CommandExecutor"
+import type * as PlatformError from "@effect/platform/Error"
 import { Deferred, Duration, Effect, Either, Exit, Fiber, Queue, Scope, Stream } from "effect"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
 import { LineSplitter } from "./lines.js"

@@ -3,7 +3,9 @@
  * server state every `poll_interval`, and log lines that say plainly when the API refuses the key or cannot be
  * reached (once per distinct problem, not once per poll).
  */
-import { HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Duration, Effect, type Scope } from "effect"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
 import { type Observation, type Provider, ProviderError, type ProviderInput } from "./Provider.js"

@@ -12,6 +12,12 @@ export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{ rea
   }
 }
 
+export class ReadTimeout extends Data.TaggedError("ReadTimeout")<{ readonly during: string; readonly ms: number }> {
+  override get message() {
+    return `timed out after ${this.ms} ms waiting for ${this.during}`
+  }
+}
+
 export class InputTooLarge extends Data.TaggedError("InputTooLarge")<{ readonly during: string; readonly limit: number }> {
   override get message() {
     return `more than ${this.limit} bytes during ${this.during}`
@@ -50,10 +56,17 @@ export class SocketReader {
 
   /**
    * Runs `parse` over the buffered bytes until it is done, reading more from the socket as needed.
-   * Fails when the peer closes first or more than `limit` bytes are buffered without a result.
+   * Fails when the peer closes first, more than `limit` bytes are buffered without a result, or `timeoutMs` passes.
+   * The timeout is a plain timer rather than Effect.timeout: this runs for every connection, and forking a fiber
+   * to race each read costs more than the read.
    */
-  read<A>(during: string, limit: number, parse: (buffer: Buffer) => Parse<A>): Effect.Effect<A, ConnectionClosed | InputTooLarge | Error> {
-    return Effect.async<A, ConnectionClosed | InputTooLarge | Error>((resume) => {
+  read<A>(
+    during: string,
+    limit: number,
+    timeoutMs: number,
+    parse: (buffer: Buffer) => Parse<A>
+  ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
+    return Effect.async<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error>((resume) => {
       const socket = this.socket
       const attempt = (): boolean => {
         const result = parse(this.buffer)
@@ -78,7 +91,12 @@ export class SocketReader {
         }
       }
       if (attempt()) return
+      const timer = setTimeout(() => {
+        cleanup()
+        resume(Effect.fail(new ReadTimeout({ during, ms: timeoutMs })))
+      }, timeoutMs)
       const cleanup = () => {
+        clearTimeout(timer)
         socket.off("data", onData)
         socket.off("end", onEnd)
         socket.off("close", onEnd)
