@@ -130,10 +130,32 @@ interface ActiveRelay {
 }
 
 /**
- * Node's `pipe` moves the bytes with backpressure; ends and errors are handled here rather than by
- * `stream.pipeline`, which destroys both sockets on the first error: when side X ends, Y gets FIN after the
- * last byte, Y's input is read and dropped until Y closes or the linger ends, and only then are both destroyed.
- * Closing a socket with unread input sends RST, and a Windows client drops a kick message it got before an RST.
+ * Moves bytes from one socket to the other with backpressure: a full destination pauses the source until it
+ * drains. (What `pipe` does, with two listeners instead of seven: this is per player and per direction.)
+ * Returns the function that stops forwarding.
+ */
+const forward = (from: Socket, to: Socket): (() => void) => {
+  const resume = () => from.resume()
+  const onData = (chunk: Buffer) => {
+    if (!to.write(chunk)) {
+      from.pause()
+      to.once("drain", resume)
+    }
+  }
+  from.on("data", onData)
+  // A socket paused while its handshake was read stays paused when a listener is added: resume it.
+  from.resume()
+  return () => {
+    from.off("data", onData)
+    to.off("drain", resume)
+  }
+}
+
+/**
+ * Ends and errors are handled here rather than by `stream.pipeline`, which destroys both sockets on the first
+ * error: when side X ends, Y gets FIN after the last byte, Y's input is read and dropped until Y closes or the
+ * linger ends, and only then are both destroyed. Closing a socket with unread input sends RST, and a Windows
+ * client drops a kick message it got before an RST.
  */
 const startPassthrough = (
   { client, backend, timeouts }: RelayRequest,
@@ -149,29 +171,30 @@ const startPassthrough = (
     done = true
     clearTimeout(lingerTimer)
     watchdog.delete(watched)
+    stopUp()
+    stopDown()
     client.off("end", onClientEnd)
     backend.off("end", onBackendEnd)
     for (const socket of [client, backend]) {
       socket.off("error", onError).off("close", onClose)
-      socket.unpipe()
       socket.destroy()
     }
     finished(error === undefined ? { end } : { end, error: error.message })
   }
 
-  /** `from` sent FIN: pass it on after the bytes in flight, drain the other side, and linger. */
-  const ended = (from: Socket, to: Socket, end: RelayEnd) => {
+  /** One side sent FIN: pass it on to `to` after the bytes in flight, drain `to`'s input, and linger. */
+  const ended = (to: Socket, stopBack: () => void, end: RelayEnd) => {
     if (firstEnd !== undefined) return finish(firstEnd)
     firstEnd = end
-    to.unpipe(from)
+    stopBack()
     to.end()
     to.on("data", discard)
     to.resume()
     lingerTimer = setTimeout(() => finish(end), LINGER_MS)
     lingerTimer.unref()
   }
-  const onClientEnd = () => ended(client, backend, "client_closed")
-  const onBackendEnd = () => ended(backend, client, "backend_closed")
+  const onClientEnd = () => ended(backend, stopDown, "client_closed")
+  const onBackendEnd = () => ended(client, stopUp, "backend_closed")
   // After a clean end, a reset of the lingering side is expected and not reported as an error.
   const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
   const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
@@ -188,8 +211,8 @@ const startPassthrough = (
   client.once("end", onClientEnd)
   backend.once("end", onBackendEnd)
   for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
-  client.pipe(backend, { end: false })
-  backend.pipe(client, { end: false })
+  const stopUp = forward(client, backend)
+  const stopDown = forward(backend, client)
   return {
     stop: () => finish("interrupted"),
     meter: { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }

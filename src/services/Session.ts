@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Clock, Duration, Effect, Option, Runtime, Scope } from "effect"
+import { Cause, Clock, Duration, Effect, FiberRef, LogLevel, Option, Runtime, Scope } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -74,6 +74,9 @@ type Opening =
 /** Normalises an address as Node reports it (`::ffff:1.2.3.4` becomes `1.2.3.4`). */
 export const normaliseIp = (address: string | undefined): string => {
   if (address === undefined) return "unknown"
+  // The common cases need no parsing: a plain IPv4 address, or an IPv6 one that is not IPv4-mapped.
+  if (!address.includes(":")) return address
+  if (!address.startsWith("::ffff:") && !address.includes("%")) return address
   try {
     return ipaddr.process(address).toString()
   } catch {
@@ -184,6 +187,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const bans = yield* BanStore
     const manager = yield* ServerManager
     const runDetached = Runtime.runFork(yield* Effect.runtime<never>())
+    // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
+    const infoLogged = LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
 
     const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
       Effect.gen(function* () {
@@ -376,6 +381,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           zeroCopy,
           onEnd: (outcome) => {
             for (const release of releases) release()
+            if (!infoLogged) return
             const bytesIn = meters.current?.bytesIn() ?? 0
             const bytesOut = meters.current?.bytesOut() ?? 0
             runDetached(

@@ -74,6 +74,7 @@ export const findPlayerBan = (
   player: { readonly name: string; readonly uuid: string | undefined },
   nowMs: number
 ): Ban | undefined => {
+  if (index.uuids.size === 0 && index.names.size === 0) return undefined
   const uuid = player.uuid === undefined ? undefined : normaliseUuid(player.uuid)
   const byUuid = uuid === undefined ? undefined : index.uuids.get(uuid)
   if (byUuid !== undefined && isActive(byUuid, nowMs)) return byUuid
