@@ -6,8 +6,9 @@
 // sockets, so a connection closes once both have let go.
 //
 // One relay thread (started on first use, never joined) serves every session of the process with its own epoll set,
-// edge-triggered. Completion reaches JS through a thread-safe function per session, which keeps the event loop alive
-// only while its session relays.
+// edge-triggered. Completion reaches JS through one thread-safe function per Node environment, shared by its
+// sessions, which keeps the event loop alive only while one of them relays; each session's onDone waits in a JS
+// array until then.
 //
 // Closing lingers, so that closing a socket does not reset it: closing a TCP socket with unread input makes Linux
 // send RST instead of FIN, and a peer that gets RST may discard bytes it received but has not read yet (a backend's
@@ -19,6 +20,7 @@
 
 #include <node_api.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -39,10 +41,10 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -62,7 +64,7 @@ constexpr int kBackend = 1;
 constexpr uint64_t kWakeId = 0;
 constexpr napi_type_tag kHandleTag = {0x7a8f3c1d2e4b5a69ULL, 0x91c2d3e4f5a6b7c8ULL};
 
-enum class Reason { ClientClosed, BackendClosed, Cancelled, Error };
+enum class Reason : uint8_t { ClientClosed, BackendClosed, Cancelled, Error };
 
 int64_t clockMs(clockid_t clock) {
   timespec ts;
@@ -116,16 +118,79 @@ struct Counters {
   uint64_t pending[2];
 };
 
-// Per session, shared by the JS handle, the relay thread and the completion callback. The relay thread writes the
-// atomics, JS reads them at any time.
-struct Shared {
+// What the relay does with a side's input.
+enum class Input : uint8_t {
+  Forward,  // into its pipe
+  Discard,  // read and dropped: the other side's peer is gone, but closing with unread input would reset
+  Done,     // not read: end of stream, error, or cancelled
+};
+
+// Per Node environment (the main thread, each worker): the completion callback all its sessions share and the JS
+// callbacks of its sessions. One thread-safe function per environment rather than per session: each one carries an
+// async handle, a queue and an async resource, about a kilobyte per idle session.
+struct Instance {
+  // The environment's, the thread-safe function's, one per session and one per queued cancelAll command.
+  std::atomic<uint32_t> refs{1};
+  std::mutex mutex;  // guards tsfn and closing: the relay thread calls it while the environment may finalize it
+  napi_threadsafe_function tsfn = nullptr;  // created with the first session; null once finalized
+  bool closing = false;                     // the environment is going away: no more calls
+
+  // JS thread only.
+  napi_env env;
+  napi_ref callbacks = nullptr;    // an Array: onDone of each live session, at the session's slot
+  std::vector<uint32_t> freeSlots;  // slots below `slots` whose session completed
+  uint32_t slots = 0;
+  uint32_t live = 0;  // sessions whose completion JS has not received yet; the callback keeps the loop alive while > 0
+  bool gone = false;  // the environment began its teardown
+
+  explicit Instance(napi_env e) : env(e) {}
+  void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+// One relayed connection, in a single allocation. The relay thread holds a reference from start() until it hands the
+// session to JS with its completion, the JS handle holds one until it is garbage collected: stats() reads the
+// counters at any time, even after the end. The relay thread writes the atomics, JS reads them.
+struct Session {
+  std::atomic<uint32_t> refs{1};
+  uint32_t slot = 0;  // of onDone in the instance's callbacks; JS thread only
   uint64_t id = 0;
+  Instance* const instance;  // referenced
   std::atomic<uint64_t> bytes[2]{};
   std::atomic<int64_t> lastReadMs[2]{};
   std::atomic<uint64_t> pending[2]{};
   std::atomic<bool> finished{false};
-  std::mutex mutex;  // guards tsfn: Node may finalize it while the relay thread is about to call it
-  napi_threadsafe_function tsfn = nullptr;  // null once released by the relay thread or finalized by Node
+
+  // Relay thread only, until the completion is handed over; then read by JS.
+  Input input[2] = {Input::Forward, Input::Forward};
+  bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
+  bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
+  bool closing = false;
+  Reason reason = Reason::Error;
+  int error = 0;
+  int socket[2] = {-1, -1};               // dups of the client and backend fds
+  int pipe[2][2] = {{-1, -1}, {-1, -1}};  // pipe[source side] = {read end, write end}
+
+  explicit Session(Instance* owner) : instance(owner) { owner->retain(); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    closeFds();
+    instance->release();
+  }
+
+  void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  void closeFds() {
+    for (int& fd : socket) closeFd(std::exchange(fd, -1));
+    for (auto& ends : pipe)
+      for (int& fd : ends) closeFd(std::exchange(fd, -1));
+  }
 
   Counters counters() const {
     Counters c;
@@ -138,39 +203,17 @@ struct Shared {
   }
 };
 
-struct Result {
-  Reason reason;
-  int error;  // 0 for a clean end of stream or a cancel
-  Counters counters;
-};
-
-// What the relay does with a side's input.
-enum class Input {
-  Forward,  // into its pipe
-  Discard,  // read and dropped: the other side's peer is gone, but closing with unread input would reset
-  Done,     // not read: end of stream, error, or cancelled
-};
-
-// Relay-thread state of one session; its destructor closes the fds it owns.
-struct Session {
-  std::shared_ptr<Shared> shared = std::make_shared<Shared>();
-  int socket[2] = {-1, -1};               // dups of the client and backend fds
-  int pipe[2][2] = {{-1, -1}, {-1, -1}};  // pipe[source side] = {read end, write end}
-  Input input[2] = {Input::Forward, Input::Forward};
-  bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
-  bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
-  bool closing = false;
-  Reason reason = Reason::Error;
-  int error = 0;
-
-  Session() = default;
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-  ~Session() {
-    for (int fd : socket) closeFd(fd);
-    for (auto& ends : pipe)
-      for (int fd : ends) closeFd(fd);
+// Drops one reference when it goes out of scope.
+struct SessionRef {
+  Session* session;
+  explicit SessionRef(Session* s) : session(s) {}
+  SessionRef(const SessionRef&) = delete;
+  SessionRef& operator=(const SessionRef&) = delete;
+  ~SessionRef() {
+    if (session != nullptr) session->release();
   }
+  Session* operator->() const { return session; }
+  Session* take() { return std::exchange(session, nullptr); }
 };
 
 // A non-blocking close-on-exec dup of a socket fd, or -1 with `error` set.
@@ -190,36 +233,42 @@ int dupSocket(int fd, std::string& error) {
   return copy;
 }
 
-std::unique_ptr<Session> openSession(int clientFd, int backendFd, std::string& error) {
-  auto session = std::make_unique<Session>();
-  session->socket[kClient] = dupSocket(clientFd, error);
-  if (session->socket[kClient] < 0) return nullptr;
-  session->socket[kBackend] = dupSocket(backendFd, error);
-  if (session->socket[kBackend] < 0) return nullptr;
-  for (auto& ends : session->pipe) {
+// Dups both sockets and creates both pipes; false with `error` set (the session closes what it got).
+bool openSession(Session& session, int clientFd, int backendFd, std::string& error) {
+  session.socket[kClient] = dupSocket(clientFd, error);
+  if (session.socket[kClient] < 0) return false;
+  session.socket[kBackend] = dupSocket(backendFd, error);
+  if (session.socket[kBackend] < 0) return false;
+  for (auto& ends : session.pipe) {
     if (pipe2(ends, O_NONBLOCK | O_CLOEXEC) != 0) {
       error = std::string("cannot create a pipe: ") + strerror(errno);
-      return nullptr;
+      return false;
     }
   }
   int64_t now = clockMs(CLOCK_REALTIME);
-  for (auto& last : session->shared->lastReadMs) last.store(now, std::memory_order_relaxed);
-  return session;
+  for (auto& last : session.lastReadMs) last.store(now, std::memory_order_relaxed);
+  return true;
 }
 
-// Hands a result to JS, or drops it when Node is tearing the environment down.
-void report(Shared& shared, std::unique_ptr<Result> result) {
-  shared.finished.store(true);
-  std::lock_guard<std::mutex> lock(shared.mutex);
-  if (shared.tsfn == nullptr) return;
-  if (napi_call_threadsafe_function(shared.tsfn, result.get(), napi_tsfn_nonblocking) == napi_ok) result.release();
-  napi_release_threadsafe_function(shared.tsfn, napi_tsfn_release);
-  shared.tsfn = nullptr;
+// Hands a finished session, with the relay thread's reference, to JS; drops it when its environment is going away.
+void report(Session* session) {
+  Instance& instance = *session->instance;
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(instance.mutex);
+    if (instance.tsfn != nullptr && !instance.closing) {
+      queued = napi_call_threadsafe_function(instance.tsfn, session, napi_tsfn_nonblocking) == napi_ok;
+      // Refused only once the environment closes it: it must not be called again.
+      if (!queued) instance.closing = true;
+    }
+  }
+  if (!queued) session->release();  // outside the lock: the last session reference may free the instance
 }
 
 struct Command {
-  std::unique_ptr<Session> add;  // a new session, or null to cancel `cancel`
-  uint64_t cancel = 0;
+  Session* add = nullptr;         // a new session with the relay's reference, or
+  uint64_t cancel = 0;            // a session to cancel, or
+  Instance* cancelAll = nullptr;  // an environment whose sessions all end, referenced
 };
 
 class Relay {
@@ -231,13 +280,18 @@ class Relay {
     return relay;
   }
 
-  void add(std::unique_ptr<Session> session) { submit({std::move(session), 0}); }
-  void cancel(uint64_t id) { submit({nullptr, id}); }
+  void add(Session* session) { submit({session, 0, nullptr}); }
+  void cancel(uint64_t id) { submit({nullptr, id, nullptr}); }
+  void cancelAll(Instance* instance) {
+    instance->retain();
+    submit({nullptr, 0, instance});
+  }
 
  private:
   Relay(int epoll, int wake) : epoll_(epoll), wake_(wake) {}
 
   static Relay* start() {
+    if (!pinLibrary()) return nullptr;
     int epoll = epoll_create1(EPOLL_CLOEXEC);
     int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     epoll_event event{};
@@ -267,6 +321,14 @@ class Relay {
     return relay;
   }
 
+  // Node unloads an addon with the environment that loaded it first (a worker, say), which would pull the code
+  // from under the relay thread: once the thread exists the library stays mapped until the process ends.
+  static bool pinLibrary() {
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&Relay::main), &self) == 0 || self.dli_fname == nullptr) return false;
+    return dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != nullptr;
+  }
+
   static void* main(void* relay) {
     static_cast<Relay*>(relay)->run();
     return nullptr;
@@ -275,7 +337,7 @@ class Relay {
   void submit(Command command) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      commands_.push_back(std::move(command));
+      commands_.push_back(command);
     }
     uint64_t one = 1;
     ssize_t ignored = write(wake_, &one, sizeof one);  // can only fail when the counter is already non-zero
@@ -316,16 +378,25 @@ class Relay {
       std::lock_guard<std::mutex> lock(mutex_);
       commands.swap(commands_);
     }
-    for (Command& command : commands) {
-      if (command.add) adopt(std::move(command.add));
-      else stop(command.cancel);
+    for (const Command& command : commands) {
+      if (command.add != nullptr) {
+        adopt(command.add);
+      } else if (command.cancelAll != nullptr) {
+        std::vector<uint64_t> ids;
+        for (const auto& [id, session] : sessions_)
+          if (session->instance == command.cancelAll) ids.push_back(id);
+        for (uint64_t id : ids) stop(id);
+        command.cancelAll->release();
+      } else {
+        stop(command.cancel);
+      }
     }
   }
 
-  void adopt(std::unique_ptr<Session> owned) {
-    Session& session = *owned;
-    uint64_t id = session.shared->id;
-    sessions_.emplace(id, std::move(owned));
+  void adopt(Session* adopted) {
+    Session& session = *adopted;
+    uint64_t id = session.id;
+    sessions_.emplace(id, adopted);
     for (int fd : session.socket) {
       epoll_event event{};
       event.events = EPOLLIN | EPOLLOUT | EPOLLET;
@@ -381,10 +452,9 @@ class Relay {
   bool fill(Session& session, int side) {
     ssize_t n = splice(session.socket[side], nullptr, session.pipe[side][1], nullptr, kSpliceMax, kSpliceFlags);
     if (n > 0) {
-      Shared& shared = *session.shared;
-      shared.pending[side].fetch_add(n, std::memory_order_relaxed);
-      shared.bytes[side].fetch_add(n, std::memory_order_relaxed);
-      shared.lastReadMs[side].store(clockMs(CLOCK_REALTIME), std::memory_order_relaxed);
+      session.pending[side].fetch_add(n, std::memory_order_relaxed);
+      session.bytes[side].fetch_add(n, std::memory_order_relaxed);
+      session.lastReadMs[side].store(clockMs(CLOCK_REALTIME), std::memory_order_relaxed);
       return true;
     }
     if (n < 0 && errno == EAGAIN) return false;
@@ -406,7 +476,7 @@ class Relay {
   // Pipe -> destination socket. Returns whether anything changed.
   bool drain(Session& session, int side) {
     int destination = 1 - side;
-    std::atomic<uint64_t>& pending = session.shared->pending[side];
+    std::atomic<uint64_t>& pending = session.pending[side];
     size_t length = pending.load(std::memory_order_relaxed);
     if (length == 0 || session.cantWrite[destination]) return false;
     ssize_t n = splice(session.pipe[side][0], nullptr, session.socket[destination], nullptr, length, kSpliceFlags);
@@ -453,7 +523,7 @@ class Relay {
   // A side whose source ended cleanly gets FIN after the last byte of its pipe.
   static void halfClose(Session& session) {
     for (int side : {kClient, kBackend})
-      if (session.eof[side] && session.shared->pending[side].load(std::memory_order_relaxed) == 0)
+      if (session.eof[side] && session.pending[side].load(std::memory_order_relaxed) == 0)
         shutdownWrite(session, 1 - side);
   }
 
@@ -461,7 +531,7 @@ class Relay {
   // only shorten the deadline.
   void beginClosing(Session& session, Reason reason, int error, int64_t graceMs) {
     int64_t deadline = clockMs(CLOCK_MONOTONIC) + graceMs;
-    uint64_t id = session.shared->id;
+    uint64_t id = session.id;
     if (session.closing) {
       closing_[id] = std::min(closing_[id], deadline);
       return;
@@ -476,7 +546,7 @@ class Relay {
   static bool finished(const Session& session) {
     for (int side : {kClient, kBackend}) {
       if (session.input[side] != Input::Done) return false;
-      bool empty = session.shared->pending[side].load(std::memory_order_relaxed) == 0;
+      bool empty = session.pending[side].load(std::memory_order_relaxed) == 0;
       if (!empty && !session.cantWrite[1 - side]) return false;
     }
     return true;
@@ -492,7 +562,7 @@ class Relay {
 
   void finish(uint64_t id) {
     auto found = sessions_.find(id);
-    std::unique_ptr<Session> session = std::move(found->second);
+    Session* session = found->second;
     sessions_.erase(found);
     closing_.erase(id);
     // Node still holds the same sockets, so closing our dups alone would leave them registered here.
@@ -500,10 +570,9 @@ class Relay {
     // Sides still writable (a cancel, the healthy side after an error, an expired deadline) get FIN after what they
     // accepted, rather than whatever closing the last fd would send.
     for (int side : {kClient, kBackend}) shutdownWrite(*session, side);
-    std::shared_ptr<Shared> shared = session->shared;
-    auto result = std::make_unique<Result>(Result{session->reason, session->error, shared->counters()});
-    session.reset();  // closes the dups and the pipes before JS hears of it
-    report(*shared, std::move(result));
+    session->closeFds();  // before JS hears of it
+    session->finished.store(true);
+    report(session);
   }
 
   const int epoll_;
@@ -511,8 +580,8 @@ class Relay {
   std::mutex mutex_;
   std::vector<Command> commands_;  // guarded by mutex_
   // Relay thread only.
-  std::unordered_map<uint64_t, std::unique_ptr<Session>> sessions_;
-  std::map<uint64_t, int64_t> closing_;  // id -> monotonic flush deadline
+  std::unordered_map<uint64_t, Session*> sessions_;  // each with the relay's reference
+  std::map<uint64_t, int64_t> closing_;              // id -> monotonic flush deadline
   std::vector<uint64_t> again_;
   char discarded_[kDiscardChunk];  // never read: MSG_TRUNC leaves it untouched on TCP
 };
@@ -555,36 +624,79 @@ napi_value statsObject(napi_env env, const Counters& c) {
   return object;
 }
 
-// Runs on the JS thread with a session's result; env is null when the environment is going away.
-void deliver(napi_env env, napi_value onDone, void*, void* data) {
-  std::unique_ptr<Result> result(static_cast<Result*>(data));
-  if (env == nullptr) return;
-  napi_value object = statsObject(env, result->counters);
-  setString(env, object, "reason", reasonName(result->reason));
-  if (result->error != 0) {
-    const char* name = connectionErrorName(result->error);
-    setString(env, object, "error", name != nullptr ? name : strerror(result->error));
-  }
+napi_value undefinedValue(napi_env env) {
   napi_value undefined;
   napi_get_undefined(env, &undefined);
-  napi_call_function(env, undefined, onDone, 1, &object, nullptr);
+  return undefined;
 }
 
-// Node finalizes the callback after the relay thread released it, or at environment teardown while the session
-// still relays: then the session is cancelled so that its fds do not outlive the environment.
-void forget(napi_env, void* data, void*) {
-  std::unique_ptr<std::shared_ptr<Shared>> owner(static_cast<std::shared_ptr<Shared>*>(data));
-  Shared& shared = **owner;
-  {
-    std::lock_guard<std::mutex> lock(shared.mutex);
-    shared.tsfn = nullptr;
+// Takes a session's onDone out of the callbacks and frees its slot; null when there is none (a failed start).
+napi_value takeCallback(napi_env env, Instance& instance, uint32_t slot) {
+  napi_value callbacks, callback = nullptr;
+  if (instance.callbacks == nullptr || napi_get_reference_value(env, instance.callbacks, &callbacks) != napi_ok ||
+      callbacks == nullptr)
+    return nullptr;
+  if (napi_get_element(env, callbacks, slot, &callback) != napi_ok) callback = nullptr;
+  napi_set_element(env, callbacks, slot, undefinedValue(env));
+  instance.freeSlots.push_back(slot);
+  return callback;
+}
+
+// Runs on the JS thread with a finished session and the relay's reference to it; env is null when the environment
+// is going away.
+void deliver(napi_env env, napi_value, void* context, void* data) {
+  SessionRef session(static_cast<Session*>(data));
+  if (env == nullptr) return;
+  Instance& instance = *static_cast<Instance*>(context);
+  if (instance.gone) return;
+  // Bookkeeping first: an exception thrown by onDone leaves the napi_env unusable until it returns.
+  napi_value callback = takeCallback(env, instance, session->slot);
+  if (--instance.live == 0) napi_unref_threadsafe_function(env, instance.tsfn);
+  napi_valuetype type = napi_undefined;
+  if (callback == nullptr || napi_typeof(env, callback, &type) != napi_ok || type != napi_function) return;
+  napi_value object = statsObject(env, session->counters());
+  setString(env, object, "reason", reasonName(session->reason));
+  if (session->error != 0) {
+    const char* name = connectionErrorName(session->error);
+    setString(env, object, "error", name != nullptr ? name : strerror(session->error));
   }
-  if (!shared.finished.load()) Relay::get()->cancel(shared.id);
+  // A throw becomes an uncaught exception on the JS thread; the relay thread never sees it.
+  napi_call_function(env, undefinedValue(env), callback, 1, &object, nullptr);
 }
 
-void deleteOwner(napi_env, void* data, void*) {
-  delete static_cast<std::shared_ptr<Shared>*>(data);
+// Node finalizes the shared callback only when the environment goes away; teardown() has normally cancelled its
+// sessions already, this makes sure.
+void forgetCallback(napi_env, void* data, void*) {
+  auto* instance = static_cast<Instance*>(data);
+  {
+    std::lock_guard<std::mutex> lock(instance->mutex);
+    instance->tsfn = nullptr;
+    instance->closing = true;
+  }
+  Relay::get()->cancelAll(instance);  // the relay exists: the callback was made for a session
+  instance->release();
 }
+
+// Environment teardown (worker exit, process end): no session may outlive it with its fds, and the relay thread must
+// stop calling into it. Runs before Node finalizes the shared callback and deletes the napi_env.
+void teardown(void* data) {
+  auto* instance = static_cast<Instance*>(data);
+  instance->gone = true;
+  bool started = false;
+  {
+    std::lock_guard<std::mutex> lock(instance->mutex);
+    if (instance->tsfn != nullptr) {
+      started = true;
+      if (!instance->closing) napi_release_threadsafe_function(instance->tsfn, napi_tsfn_abort);
+      instance->closing = true;
+    }
+  }
+  if (started) Relay::get()->cancelAll(instance);  // started with the first session
+  if (instance->callbacks != nullptr) napi_delete_reference(instance->env, std::exchange(instance->callbacks, nullptr));
+  instance->release();
+}
+
+void releaseHandle(napi_env, void* data, void*) { static_cast<Session*>(data)->release(); }
 
 napi_value throwError(napi_env env, const std::string& message) {
   napi_throw_error(env, nullptr, message.c_str());
@@ -592,7 +704,7 @@ napi_value throwError(napi_env env, const std::string& message) {
 }
 
 // The session behind a handle made by start(); null with a TypeError thrown for anything else.
-Shared* sessionOf(napi_env env, napi_callback_info info) {
+Session* sessionOf(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value handle;
   napi_valuetype type;
@@ -605,7 +717,32 @@ Shared* sessionOf(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, nullptr, "expected a splice session handle");
     return nullptr;
   }
-  return static_cast<std::shared_ptr<Shared>*>(data)->get();
+  return static_cast<Session*>(data);
+}
+
+// The shared callback and the callbacks array, made with the first session. The callback starts unreferenced: only
+// live sessions keep the event loop running.
+bool ensureCallback(napi_env env, Instance& instance) {
+  if (instance.tsfn != nullptr) return true;
+  if (instance.callbacks == nullptr) {
+    napi_value callbacks;
+    if (napi_create_array(env, &callbacks) != napi_ok ||
+        napi_create_reference(env, callbacks, 1, &instance.callbacks) != napi_ok)
+      return false;
+  }
+  napi_value name;
+  napi_create_string_utf8(env, "portal_splice", NAPI_AUTO_LENGTH, &name);
+  napi_threadsafe_function tsfn;
+  instance.retain();
+  if (napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, &instance, forgetCallback, &instance, deliver,
+                                      &tsfn) != napi_ok) {
+    instance.release();
+    return false;
+  }
+  napi_unref_threadsafe_function(env, tsfn);
+  std::lock_guard<std::mutex> lock(instance.mutex);
+  instance.tsfn = tsfn;
+  return true;
 }
 
 // start(clientFd, backendFd, onDone(result)) -> handle. Dups the fds: the caller keeps its own.
@@ -614,51 +751,62 @@ napi_value Start(napi_env env, napi_callback_info info) {
   napi_value args[3];
   int32_t fds[2];
   napi_valuetype type = napi_undefined;
-  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  void* data = nullptr;
+  napi_get_cb_info(env, info, &argc, args, nullptr, &data);
   if (argc < 3 || napi_get_value_int32(env, args[0], &fds[0]) != napi_ok ||
       napi_get_value_int32(env, args[1], &fds[1]) != napi_ok || napi_typeof(env, args[2], &type) != napi_ok ||
       type != napi_function) {
     napi_throw_type_error(env, nullptr, "expected (clientFd, backendFd, onDone)");
     return nullptr;
   }
+  Instance& instance = *static_cast<Instance*>(data);
+  if (instance.gone) return throwError(env, "the environment is shutting down");
   Relay* relay = Relay::get();
   if (relay == nullptr) return throwError(env, "the splice relay thread could not start");
+  // The relay's reference; dropping it closes whatever was opened.
+  SessionRef session(new Session(&instance));
   std::string error;
-  std::unique_ptr<Session> session = openSession(fds[0], fds[1], error);
-  if (!session) return throwError(env, error);
-  std::shared_ptr<Shared> shared = session->shared;
-  shared->id = nextId.fetch_add(1);
+  if (!openSession(*session.session, fds[0], fds[1], error)) return throwError(env, error);
+  if (!ensureCallback(env, instance)) return throwError(env, "cannot create the completion callback");
+
+  uint32_t slot = instance.slots;
+  if (!instance.freeSlots.empty()) slot = instance.freeSlots.back();
+  napi_value callbacks;
+  if (napi_get_reference_value(env, instance.callbacks, &callbacks) != napi_ok ||
+      napi_set_element(env, callbacks, slot, args[2]) != napi_ok)
+    return throwError(env, "cannot register the completion callback");
+  if (slot == instance.slots) ++instance.slots;
+  else instance.freeSlots.pop_back();
+  session->slot = slot;
 
   napi_value handle;
-  auto* owner = new std::shared_ptr<Shared>(shared);
-  if (napi_create_external(env, owner, deleteOwner, nullptr, &handle) != napi_ok) {
-    delete owner;
+  if (napi_create_external(env, session.session, releaseHandle, nullptr, &handle) != napi_ok) {
+    takeCallback(env, instance, slot);
     return throwError(env, "cannot create a session handle");
   }
-  napi_type_tag_object(env, handle, &kHandleTag);
-
-  napi_value name;
-  napi_create_string_utf8(env, "portal_splice", NAPI_AUTO_LENGTH, &name);
-  auto* finalizeOwner = new std::shared_ptr<Shared>(shared);
-  if (napi_create_threadsafe_function(env, args[2], nullptr, name, 0, 1, finalizeOwner, forget, nullptr, deliver,
-                                      &shared->tsfn) != napi_ok) {
-    delete finalizeOwner;
-    return throwError(env, "cannot create the completion callback");
+  session->retain();  // the handle's
+  if (napi_type_tag_object(env, handle, &kHandleTag) != napi_ok) {
+    takeCallback(env, instance, slot);
+    session->closeFds();  // the handle keeps the memory until it is collected, not the fds
+    return throwError(env, "cannot tag a session handle");
   }
-  relay->add(std::move(session));
+
+  session->id = nextId.fetch_add(1);
+  if (instance.live++ == 0) napi_ref_threadsafe_function(env, instance.tsfn);
+  relay->add(session.take());
   return handle;
 }
 
 // stats(handle) -> counters, read without stopping the relay.
 napi_value Stats(napi_env env, napi_callback_info info) {
-  Shared* shared = sessionOf(env, info);
-  return shared == nullptr ? nullptr : statsObject(env, shared->counters());
+  Session* session = sessionOf(env, info);
+  return session == nullptr ? nullptr : statsObject(env, session->counters());
 }
 
 // cancel(handle): idempotent; completion still arrives through onDone.
 napi_value Cancel(napi_env env, napi_callback_info info) {
-  Shared* shared = sessionOf(env, info);
-  if (shared != nullptr && !shared->finished.load()) Relay::get()->cancel(shared->id);
+  Session* session = sessionOf(env, info);
+  if (session != nullptr && !session->finished.load()) Relay::get()->cancel(session->id);
   return nullptr;
 }
 
@@ -735,8 +883,16 @@ napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
 }  // namespace
 
 NAPI_MODULE_INIT() {
+  // Registered before any thread-safe function of this environment, so it runs before Node closes them (hooks run
+  // in reverse order) and before the napi_env goes (its own hook came before this one).
+  auto* instance = new Instance(env);
+  if (napi_add_env_cleanup_hook(env, teardown, instance) != napi_ok) {
+    delete instance;
+    napi_throw_error(env, nullptr, "portal_splice: cannot register the environment cleanup");
+    return nullptr;
+  }
   napi_property_descriptor properties[] = {
-      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, instance},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
