@@ -1,9 +1,16 @@
-// portal_splice: relays bytes between two connected TCP sockets with splice(2) through one kernel pipe per direction,
+// portal_splice: relays bytes between two connected TCP sockets with splice(2) through a kernel pipe per direction,
 // so relayed bytes never reach JavaScript. Used by the zero_copy proxy mode (src/services/relay/zeroCopy.ts).
 //
-// Ownership: start() dups both socket fds and creates two pipes; these six fds belong to the relay thread from then
-// on, which closes them all before reporting completion. Node keeps its own fds and closes them when JS destroys the
-// sockets, so a connection closes once both have let go.
+// Ownership: start() dups both socket fds; the dups belong to the relay thread from then on, which closes them before
+// reporting completion. Node keeps its own fds and closes them when JS destroys the sockets, so a connection closes
+// once both have let go.
+//
+// Pipes are lent, not owned: most sessions are idle most of the time, and a pipe per direction would cost each of
+// them two more fds for nothing. A direction takes an empty pipe from the relay's pool (or a new one) when its source
+// has bytes, and gives it back as soon as the pipe is empty again; a pipe its destination cannot drain stays with it,
+// and the direction reads nothing more until it drains. The pool keeps a bounded number of idle pipes and closes the
+// rest. When no pipe can be had (EMFILE, ENFILE), the direction stops reading until one comes back or a retry timer
+// fires, so it neither spins nor loses bytes; an end of stream or an error on it is still noticed.
 //
 // One relay thread (started on first use, never joined) serves every session of the process with its own epoll set,
 // edge-triggered. Completion reaches JS through one thread-safe function per Node environment, shared by its
@@ -28,6 +35,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -39,7 +47,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -58,6 +68,11 @@ constexpr size_t kDiscardChunk = 64 * 1024;
 constexpr unsigned kSpliceFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 // Rounds of splicing a session gets per wake-up before the others get their turn.
 constexpr int kPumpBudget = 32;
+// Empty pipes kept for the next burst of any session; more are closed, so an idle proxy does not hoard fds.
+constexpr size_t kMaxIdlePipes = 64;
+// How often directions that could not get a pipe try again when none came back meanwhile: fds that Node closes are
+// not announced to the relay thread.
+constexpr int64_t kPipeRetryMs = 100;
 constexpr int kClient = 0;
 constexpr int kBackend = 1;
 // epoll data of the wake-up eventfd; session ids start at 1.
@@ -75,6 +90,11 @@ int64_t clockMs(clockid_t clock) {
 void closeFd(int fd) {
   if (fd >= 0) close(fd);
 }
+
+// The relay's pipes, for pipePoolDiagnostic(): written by the relay thread, read by JS.
+std::atomic<uint32_t> idlePipeCount{0};
+std::atomic<uint32_t> lentPipeCount{0};
+std::atomic<uint64_t> pipeFailureCount{0};
 
 // Errors that mean the peer or the network ended the connection, as opposed to a fault of the relay.
 const char* connectionErrorName(int error) {
@@ -168,10 +188,12 @@ struct Session {
   bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
   bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
   bool closing = false;
+  bool waitingForPipe = false;  // on the relay's list of sessions with a direction that could not get a pipe
   Reason reason = Reason::Error;
   int error = 0;
   int socket[2] = {-1, -1};               // dups of the client and backend fds
-  int pipe[2][2] = {{-1, -1}, {-1, -1}};  // pipe[source side] = {read end, write end}
+  // pipe[source side] = {read end, write end}, lent by the relay while bytes are in flight; -1 when none.
+  int pipe[2][2] = {{-1, -1}, {-1, -1}};
 
   explicit Session(Instance* owner) : instance(owner) { owner->retain(); }
   Session(const Session&) = delete;
@@ -233,18 +255,12 @@ int dupSocket(int fd, std::string& error) {
   return copy;
 }
 
-// Dups both sockets and creates both pipes; false with `error` set (the session closes what it got).
+// Dups both sockets; false with `error` set (the session closes what it got). Pipes come later, with bytes.
 bool openSession(Session& session, int clientFd, int backendFd, std::string& error) {
   session.socket[kClient] = dupSocket(clientFd, error);
   if (session.socket[kClient] < 0) return false;
   session.socket[kBackend] = dupSocket(backendFd, error);
   if (session.socket[kBackend] < 0) return false;
-  for (auto& ends : session.pipe) {
-    if (pipe2(ends, O_NONBLOCK | O_CLOEXEC) != 0) {
-      error = std::string("cannot create a pipe: ") + strerror(errno);
-      return false;
-    }
-  }
   int64_t now = clockMs(CLOCK_REALTIME);
   for (auto& last : session.lastReadMs) last.store(now, std::memory_order_relaxed);
   return true;
@@ -356,16 +372,19 @@ class Relay {
       std::vector<uint64_t> again;
       again.swap(again_);
       for (uint64_t id : again) pump(id);
+      retryStarved();
       expire();
     }
   }
 
-  // 0 while a session has work left from its budget, else until the nearest flush deadline.
+  // 0 while a session has work left from its budget or a direction waits for a pipe that may be there now, else until
+  // the nearest flush deadline or pipe retry.
   int timeoutMs() const {
-    if (!again_.empty()) return 0;
-    if (closing_.empty()) return -1;
+    if (!again_.empty() || (retryNow_ && !starved_.empty())) return 0;
     int64_t next = INT64_MAX;
     for (const auto& [id, deadline] : closing_) next = std::min(next, deadline);
+    if (!starved_.empty()) next = std::min(next, nextRetryMs_);
+    if (next == INT64_MAX) return -1;
     return int(std::clamp<int64_t>(next - clockMs(CLOCK_MONOTONIC), 0, kFlushGraceMs));
   }
 
@@ -448,8 +467,9 @@ class Relay {
     return false;
   }
 
-  // Source socket -> its pipe. Returns whether anything changed.
+  // Source socket -> its pipe, borrowed for the occasion. Returns whether anything changed.
   bool fill(Session& session, int side) {
+    if (session.pipe[side][1] < 0 && !lendPipe(session, side)) return starve(session, side);
     ssize_t n = splice(session.socket[side], nullptr, session.pipe[side][1], nullptr, kSpliceMax, kSpliceFlags);
     if (n > 0) {
       session.pending[side].fetch_add(n, std::memory_order_relaxed);
@@ -457,10 +477,91 @@ class Relay {
       session.lastReadMs[side].store(clockMs(CLOCK_REALTIME), std::memory_order_relaxed);
       return true;
     }
-    if (n < 0 && errno == EAGAIN) return false;
-    if (n < 0 && errno == EINTR) return true;
-    ended(session, side, n == 0 ? 0 : errno);
+    int error = n < 0 ? errno : 0;
+    // Nothing came, so an empty pipe goes back at once: the other direction or another session may need it.
+    returnPipe(session, side);
+    if (error == EAGAIN) return false;
+    if (error == EINTR) return true;
+    ended(session, side, error);
     return true;
+  }
+
+  // An empty pipe for a direction: from the pool, else a new one. False when none can be had (EMFILE, ENFILE).
+  bool lendPipe(Session& session, int side) {
+    int* ends = session.pipe[side];
+    if (!idlePipes_.empty()) {
+      ends[0] = idlePipes_.back().first;
+      ends[1] = idlePipes_.back().second;
+      idlePipes_.pop_back();
+      idlePipeCount.fetch_sub(1, std::memory_order_relaxed);
+    } else if (pipe2(ends, O_NONBLOCK | O_CLOEXEC) != 0) {
+      ends[0] = ends[1] = -1;
+      pipeFailed_ = true;
+      pipeFailureCount.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    lentPipeCount.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  // Takes a direction's pipe back once it is empty: into the pool, or closed when the pool is full.
+  void returnPipe(Session& session, int side) {
+    int* ends = session.pipe[side];
+    if (ends[0] < 0 || session.pending[side].load(std::memory_order_relaxed) != 0) return;
+    if (idlePipes_.size() < kMaxIdlePipes) {
+      idlePipes_.emplace_back(ends[0], ends[1]);
+      idlePipeCount.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      closeFd(ends[0]);
+      closeFd(ends[1]);
+    }
+    ends[0] = ends[1] = -1;
+    lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
+    retryNow_ = true;
+  }
+
+  // A direction with no pipe to be had. It reads nothing until retryStarved() finds one, but an end of stream or an
+  // error needs no pipe: peeking notices them, so the session still ends. Returns whether anything changed.
+  bool starve(Session& session, int side) {
+    char byte;
+    ssize_t n = recv(session.socket[side], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && errno == EAGAIN) return false;  // nothing to read: the next input wakes the session up again
+    if (n == 0 || (n < 0 && errno != EINTR)) {
+      ended(session, side, n == 0 ? 0 : errno);
+      return true;
+    }
+    if (!session.waitingForPipe) {
+      if (starved_.empty()) {
+        nextRetryMs_ = clockMs(CLOCK_MONOTONIC) + kPipeRetryMs;
+        retryNow_ = false;
+      }
+      session.waitingForPipe = true;
+      starved_.push_back(session.id);
+    }
+    return false;
+  }
+
+  // Sessions that could not get a pipe try again once one came back or fds were freed, else every kPipeRetryMs. A
+  // pass stops at the first that still gets none, and the ones not tried yet go first next time.
+  void retryStarved() {
+    if (starved_.empty()) return;
+    int64_t now = clockMs(CLOCK_MONOTONIC);
+    if (!retryNow_ && now < nextRetryMs_) return;
+    retryNow_ = false;
+    nextRetryMs_ = now + kPipeRetryMs;
+    std::deque<uint64_t> waiting;
+    waiting.swap(starved_);
+    while (!waiting.empty()) {
+      uint64_t id = waiting.front();
+      waiting.pop_front();
+      auto found = sessions_.find(id);
+      if (found == sessions_.end()) continue;  // finished meanwhile
+      found->second->waitingForPipe = false;
+      pipeFailed_ = false;
+      pump(id);
+      if (pipeFailed_) break;
+    }
+    starved_.insert(starved_.begin(), waiting.begin(), waiting.end());
   }
 
   // Source socket -> nowhere, neither counted nor copied. Returns whether anything changed.
@@ -482,6 +583,7 @@ class Relay {
     ssize_t n = splice(session.pipe[side][0], nullptr, session.socket[destination], nullptr, length, kSpliceFlags);
     if (n > 0) {
       pending.fetch_sub(n, std::memory_order_relaxed);
+      returnPipe(session, side);  // if that emptied it
       return true;
     }
     if (n < 0 && errno == EAGAIN) return false;
@@ -570,7 +672,13 @@ class Relay {
     // Sides still writable (a cancel, the healthy side after an error, an expired deadline) get FIN after what they
     // accepted, rather than whatever closing the last fd would send.
     for (int side : {kClient, kBackend}) shutdownWrite(*session, side);
+    // Empty pipes go back to the pool; one still holding bytes that no destination takes closes with the session.
+    for (int side : {kClient, kBackend}) {
+      returnPipe(*session, side);
+      if (session->pipe[side][0] >= 0) lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
+    }
     session->closeFds();  // before JS hears of it
+    retryNow_ = true;     // its fds are free for a pipe
     session->finished.store(true);
     report(session);
   }
@@ -583,6 +691,11 @@ class Relay {
   std::unordered_map<uint64_t, Session*> sessions_;  // each with the relay's reference
   std::map<uint64_t, int64_t> closing_;              // id -> monotonic flush deadline
   std::vector<uint64_t> again_;
+  std::vector<std::pair<int, int>> idlePipes_;  // empty pipes, {read end, write end}
+  std::deque<uint64_t> starved_;                // sessions with a direction waiting for a pipe; finished ones skipped
+  int64_t nextRetryMs_ = 0;                     // monotonic time of the next retry of starved_
+  bool retryNow_ = false;                       // a pipe or fds came back since the last retry
+  bool pipeFailed_ = false;                     // lendPipe() failed since retryStarved() cleared it
   char discarded_[kDiscardChunk];  // never read: MSG_TRUNC leaves it untouched on TCP
 };
 
@@ -880,6 +993,18 @@ napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
   return object;
 }
 
+// pipePoolDiagnostic() -> { idle, busy, failures, maxIdle }: pipes in the relay's pool, pipes lent to directions with
+// bytes in flight, pipe2() calls that failed since the process started, and the pool's cap. For tests and diagnostics.
+napi_value PipePoolDiagnostic(napi_env env, napi_callback_info) {
+  napi_value object;
+  napi_create_object(env, &object);
+  setNumber(env, object, "idle", idlePipeCount.load(std::memory_order_relaxed));
+  setNumber(env, object, "busy", lentPipeCount.load(std::memory_order_relaxed));
+  setNumber(env, object, "failures", double(pipeFailureCount.load(std::memory_order_relaxed)));
+  setNumber(env, object, "maxIdle", double(kMaxIdlePipes));
+  return object;
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT() {
@@ -898,6 +1023,7 @@ NAPI_MODULE_INIT() {
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
        nullptr},
+      {"pipePoolDiagnostic", nullptr, PipePoolDiagnostic, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

@@ -1,9 +1,13 @@
 /** zero_copy relay on loopback: a backend server, a proxy that hands each connection to startSplice, and clients. */
+import { execFileSync, spawn } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
 import { once } from "node:events"
-import { readdirSync } from "node:fs"
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
+import { loadNativeAddon, type NativeAddon } from "../../src/services/native/addon.js"
 import { type SpliceSession, spliceSupport, startSplice } from "../../src/services/relay/zeroCopy.js"
 import { waitFor } from "../helpers/wait.js"
 
@@ -177,6 +181,161 @@ const closed = (socket: Socket) =>
   new Promise<void>((resolve) => (socket.closed ? resolve() : socket.once("close", () => resolve())))
 
 const openFds = () => readdirSync("/proc/self/fd").length
+
+/** This process's open fds, and the pipe ends among them. */
+const fdKinds = () => {
+  let total = 0
+  let pipes = 0
+  for (const fd of readdirSync("/proc/self/fd")) {
+    let target: string
+    try {
+      target = readlinkSync(`/proc/self/fd/${fd}`)
+    } catch {
+      continue // the directory listing's own fd, closed by now
+    }
+    total++
+    if (target.startsWith("pipe:")) pipes++
+  }
+  return { total, pipes }
+}
+
+const addon = (): NativeAddon => {
+  const loaded = loadNativeAddon()
+  if (!("addon" in loaded)) throw new Error(loaded.reason)
+  return loaded.addon
+}
+
+/**
+ * A child that relays with pipes unavailable: its soft open-files limit is lowered, then every free fd taken, so
+ * pipe2() fails with EMFILE while the test process keeps all of its own. Prints one JSON line of observations.
+ */
+const starvedChild = (root: string) => `
+import { execFileSync } from "node:child_process"
+import { once } from "node:events"
+import { closeSync, openSync, readdirSync, readFileSync } from "node:fs"
+import { connect, createServer } from "node:net"
+import { loadNativeAddon } from ${JSON.stringify(join(root, "src/services/native/addon.ts"))}
+import { startSplice } from ${JSON.stringify(join(root, "src/services/relay/zeroCopy.ts"))}
+
+const native = loadNativeAddon().addon
+const pool = () => native.pipePoolDiagnostic()
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const waitFor = async (probe, what, timeoutMs = 5000) => {
+  for (const deadline = Date.now() + timeoutMs; !probe(); await sleep(10))
+    if (Date.now() > deadline) throw new Error("timed out waiting for " + what)
+}
+
+const received = new Map()
+const backends = new Map()
+const backendServer = createServer((socket) => {
+  received.set(socket.remotePort, 0)
+  backends.set(socket.remotePort, socket)
+  socket.on("data", (chunk) => received.set(socket.remotePort, received.get(socket.remotePort) + chunk.length))
+  socket.on("error", () => {})
+})
+backendServer.listen(0, "127.0.0.1")
+await once(backendServer, "listening")
+const sessions = new Map()
+const proxy = createServer(async (fromClient) => {
+  const toBackend = connect(backendServer.address().port, "127.0.0.1")
+  await once(toBackend, "connect")
+  sessions.set(fromClient.remotePort, { session: startSplice(fromClient, toBackend), backendPort: toBackend.localPort })
+})
+proxy.listen(0, "127.0.0.1")
+await once(proxy, "listening")
+const open = async () => {
+  const client = connect(proxy.address().port, "127.0.0.1")
+  client.on("error", () => {})
+  await once(client, "connect")
+  await waitFor(() => sessions.has(client.localPort), "the session")
+  const { session, backendPort } = sessions.get(client.localPort)
+  await waitFor(() => backends.has(backendPort), "the backend connection")
+  return { client, session, backend: backends.get(backendPort), received: () => received.get(backendPort) }
+}
+const stallers = []
+for (let i = 0; i < 6; i++) stallers.push(await open())
+const [waiter, ender, cancelled] = [await open(), await open(), await open()]
+
+// From here on no fd can be opened: no more connections, imports or file reads.
+const hard = /^Max open files\\s+\\S+\\s+(\\S+)/m.exec(readFileSync("/proc/self/limits", "utf8"))[1]
+execFileSync("prlimit", ["--pid", String(process.pid), "--nofile=" + (readdirSync("/proc/self/fd").length + 64) + ":" + hard])
+const spare = []
+const exhaust = () => {
+  for (;;) {
+    try {
+      spare.push(openSync("/dev/null", "r"))
+    } catch {
+      return
+    }
+  }
+}
+const release = () => spare.splice(0).forEach((fd) => closeSync(fd))
+// A backend that does not read keeps a pipe lent for good once every buffer on the way is full: the client still
+// holds bytes Node could not write. Stalls sessions until the pool is empty.
+const lots = Buffer.alloc(128 * 1024 * 1024)
+const stalled = ({ client, session }) => client.writableLength > 0 && session.stats().pendingToBackend > 0
+const stall = async () => {
+  while (pool().idle > 0) {
+    const staller = stallers.find((candidate) => !candidate.stalled)
+    if (staller === undefined) throw new Error("too few sessions to empty the pool")
+    staller.stalled = true
+    staller.backend.pause()
+    staller.client.write(lots)
+    // Stalled for 300 ms in a row: the buffers are full, not just filling.
+    let since = Date.now()
+    await waitFor(() => (stalled(staller) ? Date.now() - since >= 300 : ((since = Date.now()), false)), "a stalled pipe", 10000)
+  }
+}
+
+exhaust()
+await stall()
+exhaust()
+let failures = pool().failures
+waiter.client.write("hello")
+cancelled.client.write("lost")
+const cpuBefore = process.cpuUsage()
+await sleep(500)
+const cpu = process.cpuUsage(cpuBefore)
+const starved = {
+  waiterReceived: waiter.received(),
+  cancelledReceived: cancelled.received(),
+  failures: pool().failures - failures,
+  cpuMs: (cpu.user + cpu.system) / 1000
+}
+const timeout = () => sleep(5000).then(() => ({ reason: "timed out" }))
+
+// Cancelling a session that waits for a pipe; the fds it frees let the other one go on.
+cancelled.session.cancel()
+const cancel = await Promise.race([cancelled.session.done, timeout()])
+await waitFor(() => waiter.received() === 5, "the waiting bytes", 3000).catch(() => {})
+const recovered = waiter.received()
+
+// An end of stream is noticed without a pipe.
+exhaust()
+await stall()
+exhaust()
+failures = pool().failures
+ender.client.end()
+const ended = await Promise.race([ender.session.done, timeout()])
+const endFailures = pool().failures - failures
+
+release()
+for (const staller of stallers) staller.session.cancel()
+waiter.client.end()
+const results = await Promise.all([...stallers, waiter].map(({ session }) => session.done))
+const after = pool()
+console.log(JSON.stringify({ starved, cancel, recovered, ended, endFailures, after, results: results.map((r) => r.reason) }))
+process.exit(0)
+`
+
+const spawnSyncFails = (command: string, args: Array<string>): boolean => {
+  try {
+    execFileSync(command, args, { stdio: "ignore" })
+    return false
+  } catch {
+    return true
+  }
+}
 
 const unavailable = support.available ? undefined : support.reason
 describe.skipIf(unavailable !== undefined)(
@@ -407,6 +566,44 @@ describe.skipIf(unavailable !== undefined)(
       expect(() => startSplice(proxySockets[0]!, proxySockets[1]!)).toThrow(/not a connected TCP socket/)
     })
 
+    it.skipIf(spawnSyncFails("prlimit", ["--version"]))(
+      "waits without spinning for a pipe when no fd is left, and still ends",
+      { timeout: 30_000 },
+      async () => {
+        const root = resolve(".")
+        const dir = mkdtempSync(join(tmpdir(), "portal-starved-"))
+        try {
+          const script = join(dir, "starved.ts")
+          writeFileSync(script, starvedChild(root))
+          const child = spawn(process.execPath, [join(root, "node_modules/vite-node/vite-node.mjs"), script], {
+            cwd: root,
+            stdio: ["ignore", "pipe", "pipe"]
+          })
+          let stdout = ""
+          let stderr = ""
+          child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+          child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+          const [code] = (await once(child, "exit")) as [number | null]
+          expect(code, stderr).toBe(0)
+          const report = JSON.parse(stdout.trim().split("\n").pop()!)
+          // Waiting: nothing read, pipe2() retried a few times a second, not in a loop.
+          expect(report.starved.waiterReceived).toBe(0)
+          expect(report.starved.cancelledReceived).toBe(0)
+          expect(report.starved.failures).toBeGreaterThan(0)
+          expect(report.starved.failures).toBeLessThan(100)
+          expect(report.starved.cpuMs).toBeLessThan(250)
+          expect(report.cancel.reason).toBe("cancelled")
+          expect(report.recovered).toBe(5)
+          expect(report.ended.reason).toBe("client_closed")
+          expect(report.endFailures).toBeGreaterThan(0)
+          expect(report.after.busy).toBe(0)
+          expect(report.results).toEqual([...Array<string>(6).fill("cancelled"), "client_closed"])
+        } finally {
+          rmSync(dir, { recursive: true, force: true })
+        }
+      }
+    )
+
     it("leaves no file descriptor open", { timeout: 30_000 }, async () => {
       const relay = await makeRelay()
       const run = async (end: (relayed: Relayed) => void) => {
@@ -427,6 +624,56 @@ describe.skipIf(unavailable !== undefined)(
         await run(({ session }) => session.cancel())
       }
       await waitFor(() => openFds() <= before, { what: `open fds back to ${before}` })
+    })
+
+    it("holds 4 fds per idle session, and pipes only while bytes are in flight", { timeout: 30_000 }, async () => {
+      const native = addon()
+      const relay = await makeRelay()
+      const sessions = 200
+      const echo = async () => {
+        const relayed = await relay.connect()
+        relayed.backend.pipe(relayed.backend)
+        const message = randomBytes(32 * 1024)
+        const echoed = digestOf(relayed.client, message.length)
+        relayed.client.write(message)
+        expect(await echoed).toBe(sha256(message))
+        relayed.client.removeAllListeners("data")
+        return relayed
+      }
+      const first = await echo() // starts the relay thread
+      first.client.end()
+      await first.session.done
+      await closed(first.client)
+      const before = fdKinds()
+      const relayed = await Promise.all(Array.from({ length: sessions }, echo))
+      await waitFor(() => native.pipePoolDiagnostic().busy === 0, { what: "every pipe back in the pool" })
+      const idle = fdKinds()
+      // Per session, the test holds 2 sockets of its own (its client, the backend's accepted socket) and the proxy 4:
+      // its 2 Node sockets and the relay's 2 dups. Pipes only add the pool, which is bounded.
+      const proxyPerSession = (idle.total - before.total - 2 * sessions) / sessions
+      expect(proxyPerSession).toBeGreaterThanOrEqual(4)
+      expect(proxyPerSession).toBeLessThan(5)
+      const pool = native.pipePoolDiagnostic()
+      expect(pool.maxIdle).toBe(64)
+      expect(pool.idle).toBeLessThanOrEqual(pool.maxIdle)
+      expect(idle.pipes - before.pipes).toBeLessThanOrEqual(2 * pool.maxIdle)
+
+      // A destination that does not read keeps its pipe; it comes back once drained.
+      const { client, backend, session } = relayed[0]!
+      backend.unpipe(backend)
+      client.pause()
+      const stop = stream(backend)
+      await waitFor(() => session.stats().pendingToClient > 0, { what: "bytes held for the client" })
+      expect(native.pipePoolDiagnostic().busy).toBeGreaterThanOrEqual(1)
+      stop()
+      client.resume()
+      await waitFor(() => session.stats().pendingToClient === 0 && native.pipePoolDiagnostic().busy === 0, {
+        what: "the pipe back in the pool"
+      })
+
+      for (const { client } of relayed) client.end()
+      const results = await Promise.all(relayed.map(({ session }) => session.done))
+      for (const result of results) expect(result.reason).toBe("client_closed")
     })
   }
 )

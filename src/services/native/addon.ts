@@ -17,6 +17,11 @@ export interface NativeAddon {
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
   /** Diagnostics and tests only: the keepalive settings the kernel holds for a socket (seconds, probes). */
   getKeepAliveDiagnostic(fd: number): { enabled: boolean; idle: number; interval: number; count: number }
+  /**
+   * Diagnostics and tests only: the zero_copy relay's pipes, idle in its pool or lent to sessions with bytes in
+   * flight, the pipe2() calls that failed (no fd left) since the process started, and the most idle pipes kept.
+   */
+  pipePoolDiagnostic(): { idle: number; busy: number; failures: number; maxIdle: number }
 }
 
 export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }

@@ -112,8 +112,8 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
  * When one side ends cleanly, the bytes it sent flush to the other side, which then gets FIN; the other side is read
  * and discarded until it closes too (at most 2 s), so that closing its socket sends no RST that could make its peer
  * drop the last bytes unread. After an error both stop at once, past a bounded flush toward the healthy side.
- * When done resolves, both sockets have been destroyed exactly once and no file descriptor opened by the addon is left
- * open.
+ * When done resolves, both sockets have been destroyed exactly once and the addon has closed its duplicates of them;
+ * empty pipes go back to the relay's pool (at most 64, shared by every session).
  * Throws if spliceSupport() is not available.
  *
  * From the call on the relay owns both sockets: their 'data' and 'readable' listeners are removed and their timeouts
