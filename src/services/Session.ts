@@ -217,20 +217,23 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
 
     const readOpening = (reader: SocketReader) =>
       Effect.gen(function* () {
-        const opening = yield* reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening)
-        if (opening._tag !== "MaybeLegacyPing") return opening
-        // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive that make it something else.
-        const more = yield* reader
-          .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, LEGACY_PING_WAIT_MS, (buffer) =>
-            buffer.length > (opening.ping._tag === "Beta" ? 1 : 2) ? parseOpening(buffer) : needMore
-          )
-          .pipe(Effect.option)
-        if (Option.isNone(more)) {
-          reader.takeBuffered()
-          return { _tag: "LegacyPing" as const, ping: opening.ping }
+        let opening = yield* reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening)
+        // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else
+        // (a 1.6 ping, or a modern frame). `FE` can become `FE 01`, so this can wait twice.
+        while (opening._tag === "MaybeLegacyPing") {
+          const seen = reader.peekBuffered().length
+          const more = yield* reader
+            .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, LEGACY_PING_WAIT_MS, (buffer) =>
+              buffer.length > seen ? parseOpening(buffer) : needMore
+            )
+            .pipe(Effect.option)
+          if (Option.isNone(more)) {
+            reader.takeBuffered()
+            return { _tag: "LegacyPing" as const, ping: opening.ping }
+          }
+          opening = more.value
         }
-        if (more.value._tag === "MaybeLegacyPing") return { _tag: "LegacyPing" as const, ping: more.value.ping }
-        return more.value
+        return opening
       })
 
     const preambleFor = (server: ServerDefinition, peer: Peer): Buffer | undefined =>

@@ -63,7 +63,8 @@ describe("legacy clients", () => {
   it("a 1.6 ping split across packets is still understood", async () => {
     const { portal } = await setup()
     const bytes = ping16("mc.example.com", 25565)
-    const answer = await exchange(portal.port, [bytes.subarray(0, 2), bytes.subarray(2, 9), bytes.subarray(9)], { gapMs: 40 })
+    // FE alone looks like a beta ping and FE 01 like a 1.4 one, until the rest arrives.
+    const answer = await exchange(portal.port, [bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2, 9), bytes.subarray(9)], { gapMs: 100 })
     expect(legacyKickText(answer.received)?.split("\0")[3]).toBe("motd of main")
   })
 
