@@ -6,6 +6,7 @@
  */
 import { Duration, Effect } from "effect"
 import type { Socket } from "node:net"
+import type { SessionByteSource } from "./PlayerRegistry.js"
 import { type SpliceResult, spliceSupport, startSplice } from "./relay/zeroCopy.js"
 
 export type RelayEnd = "client_closed" | "backend_closed" | "read_timeout" | "write_timeout" | "error" | "interrupted"
@@ -16,10 +17,7 @@ export interface RelayOutcome {
 }
 
 /** Bytes from and to the player over the whole connection, readable at any time. */
-export interface ByteMeter {
-  readonly bytesIn: () => number
-  readonly bytesOut: () => number
-}
+export type ByteMeter = SessionByteSource
 
 export interface RelayTimeouts {
   readonly readMs: number

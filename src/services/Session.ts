@@ -65,6 +65,18 @@ interface Peer {
   readonly localPort: number
 }
 
+/** A connection whose handshake routed it to a server. */
+interface Routed {
+  readonly connection: Connection
+  readonly reader: SocketReader
+  readonly handshake: Handshake
+  readonly server: ServerDefinition
+  readonly peer: Peer
+  readonly snapshot: ConfigSnapshot
+  /** Gives back the connection's handshake slot (the flood bound) once its handshake phase is over. */
+  readonly releaseSlot: () => void
+}
+
 type Opening =
   | { readonly _tag: "Modern"; readonly handshake: Handshake }
   | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
@@ -287,15 +299,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
       })
 
-    const login = (
-      connection: Connection,
-      reader: SocketReader,
-      handshake: Handshake,
-      server: ServerDefinition,
-      peer: Peer,
-      snapshot: ConfigSnapshot,
-      releaseSlot: () => void
-    ) =>
+    const login = ({ connection, reader, handshake, server, peer, snapshot, releaseSlot }: Routed) =>
       Effect.gen(function* () {
         const client = connection.socket
         const start = yield* reader.read(
@@ -488,27 +492,20 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
-        return yield* routed(connection, reader, handshake, server, peer, snapshot, releaseSlot).pipe(
+        return yield* routed({ connection, reader, handshake, server, peer, snapshot, releaseSlot }).pipe(
           Effect.annotateLogs({ server: server.id })
         )
       })
 
-    const routed = (
-      connection: Connection,
-      reader: SocketReader,
-      handshake: Handshake,
-      server: ServerDefinition,
-      peer: Peer,
-      snapshot: ConfigSnapshot,
-      releaseSlot: () => void
-    ) =>
+    const routed = (context: Routed) =>
       Effect.gen(function* () {
+        const { connection, reader, handshake, server, peer } = context
         if (!ipFilter.allowedFor(server, peer.clientIp)) {
           yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
           return yield* refuse(connection.socket, { _tag: "Modern", handshake }, MESSAGES.notAllowed)
         }
         if (handshake.nextState === NEXT_STATE_STATUS) return yield* answerStatus(connection, reader, handshake, server, peer)
-        return yield* login(connection, reader, handshake, server, peer, snapshot, releaseSlot)
+        return yield* login(context)
       })
 
     return { handle }
