@@ -532,6 +532,8 @@ describe.skipIf(unavailable !== undefined)(
       const relay = await makeRelay()
       const { client, backend, session } = await relay.connect()
       const startedMs = Date.now()
+      // The client reads until it is paused below; without a reader the buffers fill and the counters stop early.
+      client.on("data", () => {})
       const stop = stream(backend)
       const first = await waitFor(() => (session.stats().backendToClient > 0 ? session.stats() : undefined))
       await waitFor(() => session.stats().backendToClient > first.backendToClient, { what: "growing counter" })
