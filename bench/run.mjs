@@ -4,7 +4,9 @@
  * zero_copy, interleaved over several rounds, and prints the Markdown report (also written to
  * bench/results/latest.md, with every sample in bench/results/latest.json).
  * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
- * `--only bulk,rate`: those scenarios only. `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
+ * `--only bulk,rate`: those scenarios only. `--rounds N`: N rounds instead of 5 (a quicker, noisier run that writes
+ * no file unless `--out` is given). `--targets haproxy,passthrough`: those targets only (direct, haproxy,
+ * passthrough, zero_copy; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
  *
  * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
  * core and none competes with the load it serves.
@@ -34,7 +36,9 @@ const { values: args } = parseArgs({
     smoke: { type: "boolean", default: process.env.BENCH_SMOKE === "1" },
     out: { type: "string" },
     only: { type: "string" },
-    profile: { type: "string" }
+    profile: { type: "string" },
+    rounds: { type: "string" },
+    targets: { type: "string" }
   },
   strict: true
 })
@@ -46,7 +50,15 @@ if (unknown.length > 0) {
   process.exit(2)
 }
 // A partial run writes no file unless asked: latest.md always holds a whole run.
-const out = args.out ?? (smoke || args.only !== undefined ? undefined : "bench/results/latest.md")
+const TARGETS = ["direct", "haproxy", "passthrough", "zero_copy"]
+const chosen = args.targets?.split(",") ?? TARGETS
+const unknownTargets = chosen.filter((name) => !TARGETS.includes(name))
+if (unknownTargets.length > 0) {
+  process.stderr.write(`bench: --targets takes ${TARGETS.join(", ")}; not ${unknownTargets.join(", ")}\n`)
+  process.exit(2)
+}
+const partial = smoke || args.only !== undefined || args.rounds !== undefined || args.targets !== undefined
+const out = args.out ?? (partial ? undefined : "bench/results/latest.md")
 /** Node options of the Portal processes: --profile DIR writes a CPU profile per Portal process there on exit. */
 const portalFlags = args.profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(args.profile)}`]
 
@@ -72,6 +84,17 @@ const PLAN = smoke
       status: { warmMs: 500, windowMs: 2000, count: 0, concurrency: 32 },
       memory: { warmMs: 1000, windowMs: 0, count: 10_000, concurrency: 200 }
     }
+
+if (args.rounds !== undefined) {
+  const rounds = Number(args.rounds)
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    process.stderr.write(`bench: --rounds takes a whole number of at least 1, not ${args.rounds}\n`)
+    process.exit(2)
+  }
+  PLAN.rounds = rounds
+  PLAN.gameRounds = Math.min(PLAN.gameRounds, rounds)
+  PLAN.memoryRounds = Math.min(PLAN.memoryRounds, rounds)
+}
 
 const say = (/** @type {string} */ line) => process.stderr.write(`bench: ${line}\n`)
 
@@ -109,14 +132,14 @@ const main = async () => {
     const context = { backend, backendPid: /** @type {number} */ (backendChild.pid) }
 
     /** @type {ReturnType<typeof findHaproxy>} */
-    let haproxy = findHaproxy({ install: !smoke, say })
+    let haproxy = chosen.includes("haproxy") ? findHaproxy({ install: !smoke, say }) : { reason: "left out (--targets)" }
     /** Sessions the memory scenario opens through each proxy within the open-files limit. */
     const memorySessions = (/** @type {keyof typeof FDS_PER_SESSION} */ name) => {
       const perSession = name === "zero_copy" && !zeroCopy.available ? 2 : FDS_PER_SESSION[name]
       return Math.min(PLAN.memory.count, Math.floor((limits.hard - FD_RESERVE) / perSession))
     }
     say("starting the backend and the proxies")
-    const targets = [directTarget(backendPort)]
+    const targets = chosen.includes("direct") ? [directTarget(backendPort)] : []
     // HAProxy refuses a maxconn whose descriptors (two per connection, a few more) exceed the limit.
     const maxconn = Math.min(PLAN.memory.count + 1000, Math.floor((limits.hard - 100) / 2))
     if ("binary" in haproxy) {
@@ -129,9 +152,9 @@ const main = async () => {
     }
     if ("reason" in haproxy) say(`HAProxy columns are n/a: HAProxy ${haproxy.reason}`)
     for (const mode of /** @type {const} */ (["passthrough", "zero_copy"])) {
-      targets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
+      if (chosen.includes(mode)) targets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
     }
-    started.push(...targets.slice(1))
+    started.push(...targets.filter((target) => target.name !== "direct"))
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
 

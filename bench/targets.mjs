@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { waitForPort } from "./system.mjs"
 
 export const DOMAIN = "bench.example.com"
-const PORTAL_MAIN = path.resolve("dist/main.js")
+const PORTAL_MAIN = path.resolve(process.env.BENCH_PORTAL_MAIN ?? "dist/main.js")
 /** Portal's default `[status_cache] ttl`. */
 export const DEFAULT_STATUS_TTL = "5s"
 

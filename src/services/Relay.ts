@@ -7,6 +7,7 @@
 import { Duration, Effect } from "effect"
 import type { Socket } from "node:net"
 import type { SessionByteSource } from "./PlayerRegistry.js"
+import { type Direction, forward } from "./relay/forwarder.js"
 import { type SpliceResult, spliceSupport, startSplice } from "./relay/zeroCopy.js"
 
 export type RelayEnd = "client_closed" | "backend_closed" | "read_timeout" | "write_timeout" | "error" | "interrupted"
@@ -27,8 +28,6 @@ export interface RelayTimeouts {
 /** How long the other side may go on after one side ended cleanly. */
 export const LINGER_MS = 2_000
 const WATCHDOG_PERIOD_MS = 1_000
-
-const discard = () => {}
 
 /** What the watchdog reads of one relayed backend connection. */
 interface BackendProgress {
@@ -128,28 +127,6 @@ interface ActiveRelay {
 }
 
 /**
- * Moves bytes from one socket to the other with backpressure: a full destination pauses the source until it
- * drains. (What `pipe` does, with two listeners instead of seven: this is per player and per direction.)
- * Returns the function that stops forwarding.
- */
-const forward = (from: Socket, to: Socket): (() => void) => {
-  const resume = () => from.resume()
-  const onData = (chunk: Buffer) => {
-    if (!to.write(chunk)) {
-      from.pause()
-      to.once("drain", resume)
-    }
-  }
-  from.on("data", onData)
-  // A socket paused while its handshake was read stays paused when a listener is added: resume it.
-  from.resume()
-  return () => {
-    from.off("data", onData)
-    to.off("drain", resume)
-  }
-}
-
-/**
  * Ends and errors are handled here rather than by `stream.pipeline`, which destroys both sockets on the first
  * error: when side X ends, Y gets FIN after the last byte, Y's input is read and dropped until Y closes or the
  * linger ends, and only then are both destroyed. Closing a socket with unread input sends RST, and a Windows
@@ -169,8 +146,8 @@ const startPassthrough = (
     done = true
     clearTimeout(lingerTimer)
     watchdog.delete(watched)
-    stopUp()
-    stopDown()
+    up.stop()
+    down.stop()
     client.off("end", onClientEnd)
     backend.off("end", onBackendEnd)
     for (const socket of [client, backend]) {
@@ -181,18 +158,16 @@ const startPassthrough = (
   }
 
   /** One side sent FIN: pass it on to `to` after the bytes in flight, drain `to`'s input, and linger. */
-  const ended = (to: Socket, stopBack: () => void, end: RelayEnd) => {
+  const ended = (to: Socket, back: Direction, end: RelayEnd) => {
     if (firstEnd !== undefined) return finish(firstEnd)
     firstEnd = end
-    stopBack()
+    back.discard()
     to.end()
-    to.on("data", discard)
-    to.resume()
     lingerTimer = setTimeout(() => finish(end), LINGER_MS)
     lingerTimer.unref()
   }
-  const onClientEnd = () => ended(backend, stopDown, "client_closed")
-  const onBackendEnd = () => ended(client, stopUp, "backend_closed")
+  const onClientEnd = () => ended(backend, down, "client_closed")
+  const onBackendEnd = () => ended(client, up, "backend_closed")
   // After a clean end, a reset of the lingering side is expected and not reported as an error.
   const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
   const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
@@ -209,8 +184,8 @@ const startPassthrough = (
   client.once("end", onClientEnd)
   backend.once("end", onBackendEnd)
   for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
-  const stopUp = forward(client, backend)
-  const stopDown = forward(backend, client)
+  const up = forward(client, backend)
+  const down = forward(backend, client)
   return {
     stop: () => finish("interrupted"),
     meter: { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }

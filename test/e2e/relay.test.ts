@@ -135,6 +135,98 @@ describe.each(modes)("relay in %s mode", (mode) => {
     expect(left).toMatch(/in 32\.0 MiB, out 32\.0 MiB/)
   }, 30_000)
 
+  it("many sessions with small and large writes mixed, and clients that keep pausing: every byte in order", async () => {
+    // Sizes from a single byte to several reads' worth, and runs of small ones, so directions go from quiet to busy
+    // and back while other sessions read in between. Both ends read nothing for their first 300 ms, so Portal's
+    // writes to them back up.
+    const smallRun = Array.from({ length: 24 }, (_, i) => 1 + ((i * 37) % 900))
+    const sizes = [17_000, 3, 300_000, 65_536, ...smallRun, 3_000_000, 40_000, 200_000, 16_384, 2_000_000, ...smallRun]
+    const stream = (seed: number) => {
+      const chunks = sizes.map((size, index) => randomBytes(size + ((index + seed) % 7)))
+      return { chunks, all: Buffer.concat(chunks) }
+    }
+    const sessions = 8
+    const toClient = Array.from({ length: sessions }, (_, i) => stream(i))
+    const toBackend = Array.from({ length: sessions }, (_, i) => stream(i + 5))
+    const writeSpread = (socket: net.Socket, chunks: ReadonlyArray<Buffer>) => {
+      let next = 0
+      const tick = setInterval(() => {
+        if (next >= chunks.length || !socket.writable) return clearInterval(tick)
+        socket.write(chunks[next++]!)
+      }, 3)
+    }
+    const atBackend = new Map<number, () => Buffer>()
+    let players = 0
+    const { portal } = await setup({
+      onPlayer: (socket, received) => {
+        // Clients connect one after another, each once the previous one reached the backend.
+        const index = players++
+        atBackend.set(index, received)
+        socket.pause()
+        setTimeout(() => socket.resume(), 300)
+        writeSpread(socket, toClient[index]!.chunks)
+      }
+    })
+    const clients = []
+    for (let i = 0; i < sessions; i++) {
+      const client = await connectClient(portal.port)
+      const seen = collect(client)
+      client.pause()
+      const stopAndGo = setTimeout(() => client.resume(), 300)
+      client.write(LOGIN)
+      await waitFor(() => atBackend.has(i) || undefined, { what: `backend connection ${i}` })
+      writeSpread(client, toBackend[i]!.chunks)
+      clients.push({ client, seen, stopAndGo })
+    }
+    for (let i = 0; i < sessions; i++) {
+      const { seen } = clients[i]!
+      await waitFor(() => seen.data().length >= toClient[i]!.all.length || undefined, { timeoutMs: 20_000, what: `data at client ${i}` })
+      await waitFor(() => atBackend.get(i)!().length >= toBackend[i]!.all.length || undefined, { timeoutMs: 20_000, what: `data at backend ${i}` })
+      expect(sha(seen.data())).toBe(sha(toClient[i]!.all))
+      expect(sha(atBackend.get(i)!())).toBe(sha(toBackend[i]!.all))
+    }
+    for (const { client, stopAndGo } of clients) {
+      clearTimeout(stopAndGo)
+      client.destroy()
+    }
+  }, 40_000)
+
+  it("many sessions trickling small packets to clients that stop reading for a while: every byte in order", async () => {
+    // Game-sized packets only, far more than the kernel buffers hold while the clients do not read.
+    const sessions = 6
+    const packets = 20_000
+    const streams = Array.from({ length: sessions }, () => Array.from({ length: packets }, (_, i) => randomBytes(200 + (i % 9) * 100)))
+    let players = 0
+    const { portal } = await setup({
+      onPlayer: (socket) => {
+        const chunks = streams[players++]!
+        let next = 0
+        const tick = setInterval(() => {
+          for (let burst = 0; burst < 40 && next < chunks.length && socket.writable; burst++) socket.write(chunks[next++]!)
+          if (next >= chunks.length || !socket.writable) clearInterval(tick)
+        }, 1)
+      }
+    })
+    const clients = []
+    for (let i = 0; i < sessions; i++) {
+      const client = await connectClient(portal.port)
+      const seen = collect(client)
+      client.pause()
+      client.write(LOGIN)
+      await waitFor(() => players > i || undefined, { what: `backend connection ${i}` })
+      clients.push({ client, seen })
+    }
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    for (const { client } of clients) client.resume()
+    for (let i = 0; i < sessions; i++) {
+      const expected = Buffer.concat(streams[i]!)
+      const { seen } = clients[i]!
+      await waitFor(() => seen.data().length >= expected.length || undefined, { timeoutMs: 20_000, what: `data at client ${i}` })
+      expect(sha(seen.data())).toBe(sha(expected))
+    }
+    for (const { client } of clients) client.destroy()
+  }, 40_000)
+
   it("backend closes first: its last message arrives whole, then the client sees the end (no reset)", async () => {
     const farewell = Buffer.concat([Buffer.from("bye:"), randomBytes(200_000)])
     const { portal } = await setup({

@@ -1,0 +1,168 @@
+/**
+ * One direction of a passthrough relay: bytes read from one socket are written to the other, with backpressure (a
+ * destination that falls behind pauses the source until it catches up).
+ *
+ * Node's default read path mallocs a fresh 64 KiB ArrayBuffer for every read and leaves it to the garbage
+ * collector; with thousands of players sending small packets that is most of the relay's cost, and the collector's
+ * pauses are the latency players notice. Here sockets read into memory Portal provides instead (Node's `onread`
+ * mechanism, switched on after the handshake phase):
+ * - A quiet direction reads into one buffer shared by every relay. What it writes is copied out first (a small
+ *   copy into Node's buffer pool), because the next read of any socket reuses that buffer.
+ * - A busy direction (a read that filled a large part of the shared buffer) gets a buffer of its own and writes
+ *   straight from it. While such a write is still queued the source is paused, so a read never overwrites bytes
+ *   that are waiting to leave. After a run of small reads it goes back to the shared buffer.
+ * Where Node does not offer this (the internals are missing), the direction falls back to `data` events.
+ */
+import type { Socket } from "node:net"
+
+/** Shared by every quiet direction; only ever read into and copied out of, so never pinned by a pending write. */
+const SHARED_BYTES = 64 * 1024
+/** A read at least this large makes the direction busy. */
+const BUSY_READ_BYTES = 16 * 1024
+/** A busy direction's own buffer: larger reads mean fewer system calls per byte. */
+const OWN_BYTES = 256 * 1024
+/** Consecutive small reads after which a busy direction gives its own buffer back. */
+const QUIET_READS = 16
+
+let shared: Buffer | undefined
+const sharedBuffer = (): Buffer => (shared ??= Buffer.allocUnsafe(SHARED_BYTES))
+
+/** The slots of Node's `onread` support on a socket, found by their names on a probe socket. */
+interface OnReadSlots {
+  readonly buffer: symbol
+  readonly callback: symbol
+  readonly generator: symbol
+}
+
+let slots: OnReadSlots | null | undefined
+const onReadSlots = (socket: Socket): OnReadSlots | undefined => {
+  if (slots === undefined) {
+    const named = (name: string) => Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === name)
+    const buffer = named("kBuffer")
+    const callback = named("kBufferCb")
+    const generator = named("kBufferGen")
+    slots = buffer !== undefined && callback !== undefined && generator !== undefined ? { buffer, callback, generator } : null
+  }
+  return slots ?? undefined
+}
+
+interface UserBufferHandle {
+  useUserBuffer?: (buffer: Uint8Array) => void
+}
+
+/** What a relay can do with one direction. */
+export interface Direction {
+  /** From now on, bytes read from the source are dropped (its peer is gone), and reading continues. */
+  readonly discard: () => void
+  /** Stops forwarding for good (the relay is ending). */
+  readonly stop: () => void
+}
+
+const noop = () => {}
+
+/** The `data`-event forwarder: Node's allocation per read, but no reliance on its internals. */
+const forwardWithEvents = (from: Socket, to: Socket): Direction => {
+  const resume = () => from.resume()
+  const onData = (chunk: Buffer) => {
+    if (!to.write(chunk)) {
+      from.pause()
+      to.once("drain", resume)
+    }
+  }
+  const stop = () => {
+    from.off("data", onData)
+    to.off("drain", resume)
+  }
+  from.on("data", onData)
+  // A socket paused while its handshake was read stays paused when a listener is added: resume it.
+  from.resume()
+  return {
+    discard: () => {
+      stop()
+      from.on("data", noop)
+      from.resume()
+    },
+    stop
+  }
+}
+
+/**
+ * Starts forwarding `from` to `to`. Bytes `from` already read but nobody consumed (Node's readable buffer) go
+ * first. `from` must not be read by anyone else from now on.
+ */
+export const forward = (from: Socket, to: Socket): Direction => {
+  const handle = (from as unknown as { _handle?: UserBufferHandle | null })._handle
+  const found = onReadSlots(from)
+  if (found === undefined || handle?.useUserBuffer === undefined) return forwardWithEvents(from, to)
+
+  let mode: "forward" | "discard" | "stopped" = "forward"
+  let own: Buffer | undefined
+  let smallReads = 0
+  /** Why the source is paused: the destination's buffer is full, or a write still holds `own`. */
+  let waiting: "no" | "drain" | "write" = "no"
+
+  const resume = () => {
+    if (waiting === "no") return
+    waiting = "no"
+    if (mode !== "stopped") from.resume()
+  }
+  /** Runs once Node handed a write from the direction's own buffer to the kernel: the buffer is free again. */
+  const written = () => {
+    if (waiting === "write") resume()
+  }
+
+  const onRead = (length: number, buffer: Buffer): void => {
+    if (mode !== "forward") return
+    if (buffer !== own) {
+      // The shared buffer: copy out, since any socket's next read overwrites it.
+      to.write(Buffer.from(buffer.subarray(0, length)))
+      if (length >= BUSY_READ_BYTES) {
+        own = Buffer.allocUnsafe(OWN_BYTES)
+        smallReads = 0
+      }
+      if (to.writableNeedDrain) {
+        from.pause()
+        waiting = "drain"
+        to.once("drain", resume)
+      }
+      return
+    }
+    to.write(buffer.subarray(0, length), written)
+    if (to.writableLength > 0) {
+      // The write holds `own` until it leaves: read nothing into it until then.
+      from.pause()
+      waiting = "write"
+      return
+    }
+    if (length >= BUSY_READ_BYTES) smallReads = 0
+    else if (++smallReads >= QUIET_READS) own = undefined
+  }
+
+  // What Node read before the switch comes first.
+  for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) to.write(chunk)
+  const target = from as unknown as Record<symbol, unknown>
+  target[found.buffer] = sharedBuffer()
+  target[found.callback] = onRead
+  target[found.generator] = () => (mode === "forward" && own !== undefined ? own : sharedBuffer())
+  handle.useUserBuffer(sharedBuffer())
+  // pause() then resume(): resume alone does nothing on a stream Node already counts as flowing.
+  from.pause()
+  from.resume()
+  return {
+    discard: () => {
+      if (mode === "stopped") return
+      mode = "discard"
+      own = undefined
+      // A write that still holds `own` must leave before anything is read into it; `written` resumes then.
+      if (waiting === "write") return
+      to.off("drain", resume)
+      waiting = "no"
+      from.pause()
+      from.resume()
+    },
+    stop: () => {
+      mode = "stopped"
+      to.off("drain", resume)
+    }
+  }
+}

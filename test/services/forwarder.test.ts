@@ -1,0 +1,115 @@
+/**
+ * The passthrough forwarder on real loopback sockets: bytes read into the buffer shared by all quiet directions must
+ * be copied before they wait in a backed-up destination, since the next read of any socket reuses that buffer.
+ */
+import { createHash, randomBytes } from "node:crypto"
+import * as net from "node:net"
+import { afterEach, describe, expect, it } from "vitest"
+import { forward } from "../../src/services/relay/forwarder.js"
+import { waitFor } from "../helpers/wait.js"
+
+const sha = (data: Buffer) => createHash("sha256").update(data).digest("hex")
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const cleanup: Array<() => void> = []
+afterEach(() => {
+  for (const step of cleanup.splice(0)) step()
+})
+
+/** A connected pair of loopback sockets: what was written to `near` is read at `far`, and back. */
+const socketPair = async (): Promise<{ near: net.Socket; far: net.Socket }> => {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const accepted = new Promise<net.Socket>((resolve) => server.once("connection", resolve))
+  const near = net.connect((server.address() as net.AddressInfo).port, "127.0.0.1")
+  const far = await accepted
+  await new Promise((resolve) => (near.connecting ? near.once("connect", resolve) : resolve(undefined)))
+  server.close()
+  for (const socket of [near, far]) socket.on("error", () => {})
+  cleanup.push(() => {
+    near.destroy()
+    far.destroy()
+  })
+  return { near, far }
+}
+
+const collect = (socket: net.Socket) => {
+  const chunks: Array<Buffer> = []
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk))
+  return () => Buffer.concat(chunks)
+}
+
+describe("forwarder", () => {
+  it("small reads waiting behind a backed-up destination keep their bytes while other sessions read", async () => {
+    // Session 1: its player does not read, so what Portal writes to it queues up in Node.
+    const source1 = await socketPair()
+    const destination1 = await socketPair()
+    // Session 2: busy meanwhile, reading small packets into the same shared buffer.
+    const source2 = await socketPair()
+    const destination2 = await socketPair()
+    forward(source1.far, destination1.near)
+    forward(source2.far, destination2.near)
+    const atPlayer1 = collect(destination1.far)
+    const atPlayer2 = collect(destination2.far)
+    destination1.far.pause()
+
+    const filler = randomBytes(32 << 20)
+    destination1.near.write(filler)
+    await waitFor(() => destination1.near.writableLength > 0 || undefined, { what: "a backed-up destination" })
+
+    const packets1: Array<Buffer> = []
+    const packets2: Array<Buffer> = []
+    for (let i = 0; i < 60; i++) {
+      const one = randomBytes(100 + i)
+      const two = randomBytes(300 + i)
+      packets1.push(one)
+      packets2.push(two)
+      source1.near.write(one)
+      await sleep(2)
+      source2.near.write(two)
+      await sleep(2)
+    }
+    const expected2 = Buffer.concat(packets2)
+    await waitFor(() => atPlayer2().length >= expected2.length || undefined, { what: "session 2's packets" })
+    expect(destination1.near.writableLength).toBeGreaterThan(filler.length / 4)
+
+    destination1.far.resume()
+    const expected1 = Buffer.concat([filler, ...packets1])
+    await waitFor(() => atPlayer1().length >= expected1.length || undefined, { timeoutMs: 15_000, what: "session 1's bytes" })
+    expect(sha(atPlayer1())).toBe(sha(expected1))
+    expect(sha(atPlayer2())).toBe(sha(expected2))
+  })
+
+  it("a busy direction that waits on its destination pauses its source, and loses nothing", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    forward(source.far, destination.near)
+    const atPlayer = collect(destination.far)
+    destination.far.pause()
+    const data = randomBytes(24 << 20)
+    source.near.write(data)
+    await waitFor(() => destination.near.writableLength > 0 || undefined, { what: "a backed-up destination" })
+    await sleep(200)
+    // Paused, the source leaves the rest in the kernel instead of queueing all of it in Node.
+    expect(destination.near.writableLength).toBeLessThan(data.length / 2)
+    destination.far.resume()
+    await waitFor(() => atPlayer().length >= data.length || undefined, { timeoutMs: 15_000, what: "all bytes" })
+    expect(sha(atPlayer())).toBe(sha(data))
+  })
+
+  it("discard drops what the source sends from then on and keeps reading it", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    const direction = forward(source.far, destination.near)
+    const atPlayer = collect(destination.far)
+    const before = randomBytes(1000)
+    source.near.write(before)
+    await waitFor(() => atPlayer().length >= before.length || undefined, { what: "the first bytes" })
+    direction.discard()
+    const readBefore = source.far.bytesRead
+    source.near.write(randomBytes(100_000))
+    await waitFor(() => source.far.bytesRead >= readBefore + 100_000 || undefined, { what: "the dropped bytes read" })
+    await sleep(50)
+    expect(atPlayer()).toEqual(before)
+  })
+})
