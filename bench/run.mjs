@@ -60,7 +60,7 @@ if (unknownTargets.length > 0) {
 const partial = smoke || args.only !== undefined || args.rounds !== undefined || args.targets !== undefined
 const out = args.out ?? (partial ? undefined : "bench/results/latest.md")
 /** Node options of the Portal processes: --profile DIR writes a CPU profile per Portal process there on exit. */
-const portalFlags = args.profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(args.profile)}`]
+const portalFlags = [...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), ...(args.profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(args.profile)}`])]
 
 /** Sizes and durations (ms) per scenario. */
 const PLAN = smoke

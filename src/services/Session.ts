@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Clock, Duration, Effect, FiberRef, LogLevel, Option, Runtime, Scope } from "effect"
+import { Cause, Clock, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime, Scope } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -65,6 +65,14 @@ interface Peer {
   readonly localPort: number
 }
 
+/** What the end of a connection's scope gives back; one finalizer for all of it. */
+interface Holdings {
+  /** The connection's handshake slot (the flood bound); idempotent, and given back early once Login Start is read. */
+  releaseSlot: () => void
+  /** Leases (player registry, balancer); a relay that takes the connection over releases them itself. */
+  readonly leases: Array<() => void>
+}
+
 /** A connection whose handshake routed it to a server. */
 interface Routed {
   readonly connection: Connection
@@ -73,8 +81,7 @@ interface Routed {
   readonly server: ServerDefinition
   readonly peer: Peer
   readonly snapshot: ConfigSnapshot
-  /** Gives back the connection's handshake slot (the flood bound) once its handshake phase is over. */
-  readonly releaseSlot: () => void
+  readonly holdings: Holdings
 }
 
 type Opening =
@@ -82,6 +89,19 @@ type Opening =
   | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "MaybeLegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "LegacyLogin" }
+
+/**
+ * Adds log annotations to the running fiber for the rest of its life. A connection runs in a fiber of its own that
+ * ends with it, so nothing needs restoring, and this costs a third of `Effect.annotateLogs`.
+ */
+const annotate = (entries: ReadonlyArray<readonly [string, unknown]>) =>
+  FiberRef.update(FiberRef.currentLogAnnotations, (annotations) => {
+    let next = annotations
+    for (const [key, value] of entries) next = HashMap.set(next, key, value)
+    return next
+  })
+
+const noop = () => {}
 
 /** Normalises an address as Node reports it (`::ffff:1.2.3.4` becomes `1.2.3.4`). */
 export const normaliseIp = (address: string | undefined): string => {
@@ -202,16 +222,17 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
     const infoLogged = LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
 
-    const readPeer = (connection: Connection, reader: SocketReader, snapshot: ConfigSnapshot) =>
+    const ownPeer = (socket: Socket): Peer => ({
+      clientIp: normaliseIp(socket.remoteAddress),
+      clientPort: socket.remotePort ?? 0,
+      localIp: normaliseIp(socket.localAddress),
+      localPort: socket.localPort ?? 0
+    })
+
+    /** The client as the PROXY protocol header names it. */
+    const readProxyPeer = (connection: Connection, reader: SocketReader) =>
       Effect.gen(function* () {
-        const socket = connection.socket
-        const own: Peer = {
-          clientIp: normaliseIp(socket.remoteAddress),
-          clientPort: socket.remotePort ?? 0,
-          localIp: normaliseIp(socket.localAddress),
-          localPort: socket.localPort ?? 0
-        }
-        if (!snapshot.global.receive_proxy_protocol) return own
+        const own = ownPeer(connection.socket)
         const header = yield* reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, (buffer) => {
           const read = readProxyHeader(buffer)
           if (read._tag === "Incomplete") return needMore
@@ -299,7 +320,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
       })
 
-    const login = ({ connection, reader, handshake, server, peer, snapshot, releaseSlot }: Routed) =>
+    const login = ({ connection, reader, handshake, server, peer, snapshot, holdings }: Routed) =>
       Effect.gen(function* () {
         const client = connection.socket
         const start = yield* reader.read(
@@ -309,7 +330,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, handshake.protocolVersion))
         )
         // The handshake phase is over: this connection no longer counts against the flood bounds.
-        releaseSlot()
+        holdings.releaseSlot()
         const player: LoginStart = start.value
         const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
         const playerBan = yield* bans.checkPlayer({ name: player.name, uuid: player.uuid })
@@ -331,7 +352,6 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`)
           return yield* disconnect(client, MESSAGES.serverFull)
         }
-        const scope = yield* Effect.scope
         const lease = yield* registry.add({
           id: connection.id,
           serverId: server.id,
@@ -342,8 +362,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           uuid: player.uuid
         })
         // Released when the connection ends before the relay; the relay releases them once it has taken over.
-        const releases: Array<() => void> = [lease.release]
-        yield* Scope.addFinalizer(scope, Effect.sync(() => connection.relayed || releases.forEach((release) => release())))
+        const releases = holdings.leases
+        releases.push(lease.release)
 
         const wake = yield* manager.ensureOnline(server.id)
         if (wake._tag === "Starting") {
@@ -370,7 +390,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         releases.push(yield* balancer.acquire(server.id, address))
         const preamble = preambleFor(server, peer)
         const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
-        yield* writeAll(backendSocket, Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
+        // Not waited for: the relay starts at once and reports a failed write as the backend's error.
+        backendSocket.write(Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
 
         const zeroCopy = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
         const via = formatHostPort(address)
@@ -427,23 +448,37 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       }
     }
 
-    /** Runs one connection until its relay starts (or it ends). Never fails: errors are logged at this boundary. */
+    /**
+     * Runs one connection until its relay starts (or it ends). Never fails: errors are logged at this boundary.
+     * Runs in a fiber of its own (the Listener's FiberSet): its log annotations are not restored when it ends.
+     */
     const handle = (connection: Connection): Effect.Effect<void> => {
       const socket = connection.socket
+      const holdings: Holdings = { releaseSlot: noop, leases: [] }
       return Effect.gen(function* () {
+        yield* annotate([["conn", connection.id]])
+        yield* Effect.flatMap(Effect.scope, (scope) =>
+          Scope.addFinalizer(
+            scope,
+            Effect.sync(() => {
+              holdings.releaseSlot()
+              if (!connection.relayed) for (const release of holdings.leases) release()
+            })
+          )
+        )
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
-        const peer = yield* readPeer(connection, reader, snapshot)
-        return yield* serve(connection, reader, peer, snapshot).pipe(Effect.annotateLogs({ ip: peer.clientIp }))
+        const peer = snapshot.global.receive_proxy_protocol ? yield* readProxyPeer(connection, reader) : ownPeer(socket)
+        yield* annotate([["ip", peer.clientIp]])
+        return yield* serve(connection, reader, peer, snapshot, holdings)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
         Effect.ensuring(Effect.sync(() => connection.relayed || socket.destroy())),
-        Effect.scoped,
-        Effect.annotateLogs({ conn: connection.id })
+        Effect.scoped
       )
     }
 
-    const serve = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot) =>
+    const serve = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot, holdings: Holdings) =>
       Effect.gen(function* () {
         const socket = connection.socket
         const ip = peer.clientIp
@@ -452,8 +487,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logDebug("too many handshakes in progress: closed")
           return yield* closeWith(socket, undefined)
         }
-        const releaseSlot = slot.value
-        yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(releaseSlot)))
+        holdings.releaseSlot = slot.value
         const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
         const ipBan = globallyAllowed ? yield* bans.checkIp(ip) : Option.none()
         // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
@@ -492,9 +526,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
-        return yield* routed({ connection, reader, handshake, server, peer, snapshot, releaseSlot }).pipe(
-          Effect.annotateLogs({ server: server.id })
-        )
+        yield* annotate([["server", server.id]])
+        return yield* routed({ connection, reader, handshake, server, peer, snapshot, holdings })
       })
 
     const routed = (context: Routed) =>

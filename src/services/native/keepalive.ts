@@ -46,21 +46,24 @@ const tcpFd = (socket: Socket): number | undefined => {
 }
 
 /**
- * Turns keepalive on with `idleMs` through Node, then sets all three parameters through the addon. Returns "full"
- * when the addon set them, "idle_only" when only Node's idle time applies (no addon, no fd yet, setsockopt refused a
- * value). Never throws. Call it on a connected socket: a connecting one has no fd yet.
+ * Turns keepalive on with all three parameters through the addon (SO_KEEPALIVE included), or, where it cannot,
+ * with Node's idle time only. Returns "full" when the addon set them, "idle_only" when only Node's idle time applies
+ * (no addon, no fd yet, setsockopt refused a value). Never throws. Call it on a connected socket: a connecting one
+ * has no fd yet. Node's own call is skipped when the addon succeeds: it costs two more system calls per socket, and
+ * newer libuv versions would overwrite the interval and count with theirs.
  */
 export const applyKeepalive = (socket: Socket, params: KeepaliveParams): "full" | "idle_only" => {
-  // First, since Node's own call may reset the interval and count (newer libuv sets them too).
-  socket.setKeepAlive(true, params.idleMs)
   const found = usableAddon()
   const fd = tcpFd(socket)
-  if (!("addon" in found) || fd === undefined) return "idle_only"
-  try {
-    const count = Math.max(1, Math.ceil(params.count))
-    found.addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), count)
-    return "full"
-  } catch {
-    return "idle_only"
+  if ("addon" in found && fd !== undefined) {
+    try {
+      const count = Math.max(1, Math.ceil(params.count))
+      found.addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), count)
+      return "full"
+    } catch {
+      // fall through to Node's idle time
+    }
   }
+  socket.setKeepAlive(true, params.idleMs)
+  return "idle_only"
 }

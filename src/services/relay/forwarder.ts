@@ -145,8 +145,9 @@ export const forward = (from: Socket, to: Socket): Direction => {
   target[found.callback] = onRead
   target[found.generator] = () => (mode === "forward" && own !== undefined ? own : sharedBuffer())
   handle.useUserBuffer(sharedBuffer())
-  // pause() then resume(): resume alone does nothing on a stream Node already counts as flowing.
-  from.pause()
+  // resume() alone does nothing on a stream Node already counts as flowing, whose reading may have stopped: pause
+  // it first then (each costs a system call, so only then).
+  if (from.readableFlowing === true) from.pause()
   from.resume()
   return {
     discard: () => {
