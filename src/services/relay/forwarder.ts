@@ -50,7 +50,7 @@ interface UserBufferHandle {
   useUserBuffer?: (buffer: Uint8Array) => void
 }
 
-/** What a relay can do with one direction. */
+/** What a relay can do with one direction (methods: called on the direction). */
 export interface Direction {
   /** From now on, bytes read from the source are dropped (its peer is gone), and reading continues. */
   readonly discard: () => void
@@ -86,6 +86,101 @@ const forwardWithEvents = (from: Socket, to: Socket): Direction => {
   }
 }
 
+/** Where a socket in user-buffer mode keeps its direction, for the read callback shared by every socket. */
+const DIRECTION = Symbol("portal.direction")
+
+/**
+ * The buffer Node reads into next. Node calls a socket's read callback and then, at once, its buffer generator
+ * (without telling it which socket): the shared callback leaves the answer here for the shared generator.
+ */
+let nextBuffer: Buffer | undefined
+const nextReadBuffer = (): Buffer => nextBuffer ?? sharedBuffer()
+
+/** The read callback of every socket in user-buffer mode (Node calls it with the socket as `this`). */
+function onUserBufferRead(this: Socket, length: number, buffer: Buffer): void {
+  const direction = (this as unknown as { [DIRECTION]?: UserBufferDirection })[DIRECTION]
+  nextBuffer = undefined
+  if (direction === undefined) return
+  direction.onRead(length, buffer)
+  nextBuffer = direction.readBuffer()
+}
+
+/**
+ * A direction reading into Portal's buffers. A class with shared callbacks rather than closures: every relayed
+ * player has two of these for as long as it stays, idle or not.
+ */
+class UserBufferDirection implements Direction {
+  private mode: "forward" | "discard" | "stopped" = "forward"
+  private own: Buffer | undefined = undefined
+  private smallReads = 0
+  /** Why the source is paused: the destination's buffer is full, or a write still holds `own`. */
+  private waiting: "no" | "drain" | "write" = "no"
+  private resumer: (() => void) | undefined = undefined
+
+  constructor(
+    private readonly from: Socket,
+    private readonly to: Socket
+  ) {}
+
+  readBuffer(): Buffer {
+    return this.mode === "forward" && this.own !== undefined ? this.own : sharedBuffer()
+  }
+
+  onRead(length: number, buffer: Buffer): void {
+    if (this.mode !== "forward") return
+    const { from, to } = this
+    if (buffer !== this.own) {
+      // The shared buffer: copy out, since any socket's next read overwrites it.
+      to.write(Buffer.from(buffer.subarray(0, length)))
+      if (length >= BUSY_READ_BYTES) {
+        this.own = Buffer.allocUnsafe(OWN_BYTES)
+        this.smallReads = 0
+      }
+      if (to.writableNeedDrain) {
+        from.pause()
+        this.waiting = "drain"
+        to.once("drain", this.resumeFunction())
+      }
+      return
+    }
+    to.write(buffer.subarray(0, length), this.resumeFunction())
+    if (to.writableLength > 0) {
+      // The write holds `own` until it leaves: read nothing into it until then. Its callback resumes.
+      from.pause()
+      this.waiting = "write"
+      return
+    }
+    if (length >= BUSY_READ_BYTES) this.smallReads = 0
+    else if (++this.smallReads >= QUIET_READS) this.own = undefined
+  }
+
+  /** Resumes the source if it waits (for a drain or for a write's callback, whichever it waits for). */
+  private resumeFunction(): () => void {
+    return (this.resumer ??= () => {
+      if (this.waiting === "no") return
+      this.waiting = "no"
+      if (this.mode !== "stopped") this.from.resume()
+    })
+  }
+
+  discard(): void {
+    if (this.mode === "stopped") return
+    this.mode = "discard"
+    this.own = undefined
+    // A write that still holds `own` must leave before anything is read into it; its callback resumes then.
+    if (this.waiting === "write") return
+    if (this.resumer !== undefined) this.to.off("drain", this.resumer)
+    this.waiting = "no"
+    this.from.pause()
+    this.from.resume()
+  }
+
+  stop(): void {
+    this.mode = "stopped"
+    if (this.resumer !== undefined) this.to.off("drain", this.resumer)
+  }
+}
+
 /**
  * Starts forwarding `from` to `to`. Bytes `from` already read but nobody consumed (Node's readable buffer) go
  * first. `from` must not be read by anyone else from now on.
@@ -95,75 +190,18 @@ export const forward = (from: Socket, to: Socket): Direction => {
   const found = onReadSlots(from)
   if (found === undefined || handle?.useUserBuffer === undefined) return forwardWithEvents(from, to)
 
-  let mode: "forward" | "discard" | "stopped" = "forward"
-  let own: Buffer | undefined
-  let smallReads = 0
-  /** Why the source is paused: the destination's buffer is full, or a write still holds `own`. */
-  let waiting: "no" | "drain" | "write" = "no"
-
-  const resume = () => {
-    if (waiting === "no") return
-    waiting = "no"
-    if (mode !== "stopped") from.resume()
-  }
-  /** Runs once Node handed a write from the direction's own buffer to the kernel: the buffer is free again. */
-  const written = () => {
-    if (waiting === "write") resume()
-  }
-
-  const onRead = (length: number, buffer: Buffer): void => {
-    if (mode !== "forward") return
-    if (buffer !== own) {
-      // The shared buffer: copy out, since any socket's next read overwrites it.
-      to.write(Buffer.from(buffer.subarray(0, length)))
-      if (length >= BUSY_READ_BYTES) {
-        own = Buffer.allocUnsafe(OWN_BYTES)
-        smallReads = 0
-      }
-      if (to.writableNeedDrain) {
-        from.pause()
-        waiting = "drain"
-        to.once("drain", resume)
-      }
-      return
-    }
-    to.write(buffer.subarray(0, length), written)
-    if (to.writableLength > 0) {
-      // The write holds `own` until it leaves: read nothing into it until then.
-      from.pause()
-      waiting = "write"
-      return
-    }
-    if (length >= BUSY_READ_BYTES) smallReads = 0
-    else if (++smallReads >= QUIET_READS) own = undefined
-  }
-
   // What Node read before the switch comes first.
   for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) to.write(chunk)
+  const direction = new UserBufferDirection(from, to)
   const target = from as unknown as Record<symbol, unknown>
+  target[DIRECTION] = direction
   target[found.buffer] = sharedBuffer()
-  target[found.callback] = onRead
-  target[found.generator] = () => (mode === "forward" && own !== undefined ? own : sharedBuffer())
+  target[found.callback] = onUserBufferRead
+  target[found.generator] = nextReadBuffer
   handle.useUserBuffer(sharedBuffer())
   // resume() alone does nothing on a stream Node already counts as flowing, whose reading may have stopped: pause
   // it first then (each costs a system call, so only then).
   if (from.readableFlowing === true) from.pause()
   from.resume()
-  return {
-    discard: () => {
-      if (mode === "stopped") return
-      mode = "discard"
-      own = undefined
-      // A write that still holds `own` must leave before anything is read into it; `written` resumes then.
-      if (waiting === "write") return
-      to.off("drain", resume)
-      waiting = "no"
-      from.pause()
-      from.resume()
-    },
-    stop: () => {
-      mode = "stopped"
-      to.off("drain", resume)
-    }
-  }
+  return direction
 }
