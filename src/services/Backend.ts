@@ -34,36 +34,12 @@ export interface BackendConnection {
   readonly detach: () => void
 }
 
-/** Connects once within `timeoutMs` (a plain timer: this runs for every login); interrupting destroys the socket. */
-const connectOnce = (address: BackendAddress, timeoutMs: number, holder: { socket: net.Socket | undefined }) =>
-  Effect.async<net.Socket, Error>((resume) => {
-    const socket = net.connect({ host: address.host, port: address.port, noDelay: true })
-    holder.socket = socket
-    const settle = () => {
-      clearTimeout(timer)
-      socket.off("error", onError)
-      socket.off("connect", onConnect)
-    }
-    const onError = (error: Error) => {
-      settle()
-      resume(Effect.fail(error))
-    }
-    const onConnect = () => {
-      settle()
-      resume(Effect.succeed(socket))
-    }
-    const timer = setTimeout(() => {
-      settle()
-      socket.destroy()
-      resume(Effect.fail(new Error(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`)))
-    }, timeoutMs)
-    socket.once("error", onError)
-    socket.once("connect", onConnect)
-    return Effect.sync(() => {
-      settle()
-      socket.destroy()
-    })
-  })
+/** A dialed backend socket, owned by the caller from now on, and the addresses that failed before it. */
+export interface Dialed {
+  readonly socket: net.Socket
+  readonly address: BackendAddress
+  readonly failures: ReadonlyArray<AttemptFailure>
+}
 
 const describeError = (error: unknown): string => {
   if (error instanceof Error) {
@@ -86,41 +62,84 @@ export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig)
 export class Backend extends Effect.Service<Backend>()("portal/Backend", {
   effect: Effect.gen(function* () {
     const balancer = yield* Balancer
+    const clock = yield* Effect.clock
 
     /**
-     * Connects to the first address that answers. The socket lives as long as the current scope; a permanent
-     * error listener keeps a late socket error from ever becoming an uncaught exception.
+     * Connects to the first address that answers, in the Balancer's order, reporting every result to it. One
+     * suspension for all attempts, with plain timers: this runs for every login. Interrupting it destroys the
+     * socket being connected; once it succeeds the caller owns the socket. A permanent error listener keeps a late
+     * socket error from ever becoming an uncaught exception.
      */
+    const dial = (server: ServerDefinition, global: GlobalConfig): Effect.Effect<Dialed, BackendUnavailable> =>
+      Effect.async<Dialed, BackendUnavailable>((resume) => {
+        const order = balancer.orderAt(server, clock.unsafeCurrentTimeMillis())
+        const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
+        const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
+        const failures: Array<AttemptFailure> = []
+        let socket: net.Socket | undefined
+        let timer: NodeJS.Timeout | undefined
+        let index = 0
+
+        const attempt = (): void => {
+          if (index >= limit) return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
+          const address = order[index++]!
+          const current = net.connect({ host: address.host, port: address.port, noDelay: true })
+          socket = current
+          const settle = () => {
+            clearTimeout(timer)
+            current.off("error", onError)
+            current.off("connect", onConnect)
+          }
+          const failed = (reason: string) => {
+            settle()
+            current.destroy()
+            socket = undefined
+            failures.push({ address: formatHostPort(address), reason })
+            balancer.failedAt(server.id, address, clock.unsafeCurrentTimeMillis())
+            attempt()
+          }
+          const onError = (error: Error) => failed(describeError(error))
+          const onConnect = () => {
+            settle()
+            current.on("error", () => {}) // errors surface through the relay
+            applyKeepalive(current, keepaliveParams(global))
+            balancer.succeededAt(server.id, address, clock.unsafeCurrentTimeMillis())
+            socket = undefined
+            resume(Effect.succeed({ socket: current, address, failures }))
+          }
+          timer = setTimeout(() => failed(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`), timeoutMs)
+          current.once("error", onError)
+          current.once("connect", onConnect)
+        }
+        attempt()
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          socket?.destroy()
+        })
+      })
+
+    /** Failed attempts before a success, for the debug log. */
+    const logFailures = (server: ServerDefinition, failures: ReadonlyArray<AttemptFailure>) =>
+      failures.length === 0
+        ? Effect.void
+        : Effect.forEach(failures, (failure) => Effect.logDebug(`backend ${failure.address} of ${server.id} failed: ${failure.reason}`), {
+            discard: true
+          })
+
+    /** `dial`, with the socket living as long as the current scope unless detached. */
     const connect = (
       server: ServerDefinition,
       global: GlobalConfig
     ): Effect.Effect<BackendConnection, BackendUnavailable, Scope.Scope> =>
       Effect.gen(function* () {
-        const order = yield* balancer.order(server)
-        const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
-        const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
-        const failures: Array<AttemptFailure> = []
         const holder: { socket: net.Socket | undefined } = { socket: undefined }
-        // Registered before connecting, so the socket is closed whatever interrupts us later.
         yield* Effect.flatMap(Effect.scope, (scope) => Scope.addFinalizer(scope, Effect.sync(() => holder.socket?.destroy())))
-        for (const address of order.slice(0, limit)) {
-          const attempt = yield* Effect.either(connectOnce(address, timeoutMs, holder))
-          if (attempt._tag === "Right") {
-            const socket = attempt.right
-            socket.on("error", () => {}) // errors surface through the relay
-            applyKeepalive(socket, keepaliveParams(global))
-            yield* balancer.reportSuccess(server.id, address)
-            return { socket, address, detach: () => (holder.socket = undefined) }
-          }
-          holder.socket?.destroy()
-          holder.socket = undefined
-          failures.push({ address: formatHostPort(address), reason: describeError(attempt.left) })
-          yield* balancer.reportFailure(server.id, address)
-          yield* Effect.logDebug(`backend ${formatHostPort(address)} of ${server.id} failed: ${describeError(attempt.left)}`)
-        }
-        return yield* Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures }))
+        const dialed = yield* dial(server, global)
+        holder.socket = dialed.socket
+        yield* logFailures(server, dialed.failures)
+        return { socket: dialed.socket, address: dialed.address, detach: () => (holder.socket = undefined) }
       })
 
-    return { connect }
+    return { connect, dial, logFailures }
   })
 }) {}

@@ -39,28 +39,49 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
       for (const key of perServer.keys()) if (!listed.has(key)) perServer.delete(key)
     }
 
+    /** The addresses in the order a login tries them, as of `now` (synchronous: this runs for every login). */
+    const orderAt = (server: ServerDefinition, now: number): ReadonlyArray<BackendAddress> => {
+      prune(server)
+      const candidates = server.config.addresses.map((address) => ({ address, state: stateOf(server.id, address) }))
+      const slowStart =
+        server.config.slow_start === undefined
+          ? undefined
+          : { windowMs: Duration.toMillis(server.config.slow_start), aggression: server.config.slow_start_aggression }
+      return orderCandidates(server.config.balance, candidates, now, slowStart).map((candidate) => candidate.address)
+    }
+
     const order = (server: ServerDefinition): Effect.Effect<ReadonlyArray<BackendAddress>> =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        prune(server)
-        const candidates = server.config.addresses.map((address) => ({ address, state: stateOf(server.id, address) }))
-        const slowStart =
-          server.config.slow_start === undefined
-            ? undefined
-            : { windowMs: Duration.toMillis(server.config.slow_start), aggression: server.config.slow_start_aggression }
-        return orderCandidates(server.config.balance, candidates, now, slowStart).map((candidate) => candidate.address)
-      })
+      Effect.map(Clock.currentTimeMillis, (now) => orderAt(server, now))
+
+    /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
+    const succeededAt = (serverId: string, address: BackendAddress, now: number): void => {
+      const state = stateOf(serverId, address)
+      if (state.failures > 0) markRecovered(state, now)
+      state.failures = 0
+      state.ejectedUntil = 0
+    }
+
+    /** A connect failed: eject the address for a growing back-off. */
+    const failedAt = (serverId: string, address: BackendAddress, now: number): void => {
+      const state = stateOf(serverId, address)
+      state.failures += 1
+      state.ejectedUntil = now + ejectionMillis(state.failures)
+    }
+
+    /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
+    const acquireNow = (serverId: string, address: BackendAddress): (() => void) => {
+      stateOf(serverId, address).active += 1
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        const state = servers.get(serverId)?.get(formatHostPort(address))
+        if (state !== undefined && state.active > 0) state.active -= 1
+      }
+    }
 
     const acquire = (serverId: string, address: BackendAddress): Effect.Effect<() => void> =>
-      Effect.sync(() => {
-        stateOf(serverId, address).active += 1
-        let released = false
-        return () => {
-          if (released) return
-          released = true
-          const state = servers.get(serverId)?.get(formatHostPort(address))
-          if (state !== undefined && state.active > 0) state.active -= 1
-        }
-      })
+      Effect.sync(() => acquireNow(serverId, address))
 
     const markRecovered = (state: AddressState, now: number) => {
       state.recoveredAt = now
@@ -69,21 +90,15 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
 
     return {
       order,
+      orderAt,
       /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
       reportSuccess: (serverId: string, address: BackendAddress) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          const state = stateOf(serverId, address)
-          if (state.failures > 0) markRecovered(state, now)
-          state.failures = 0
-          state.ejectedUntil = 0
-        }),
+        Effect.map(Clock.currentTimeMillis, (now) => succeededAt(serverId, address, now)),
       /** A connect failed: eject the address for a growing back-off. */
       reportFailure: (serverId: string, address: BackendAddress) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          const state = stateOf(serverId, address)
-          state.failures += 1
-          state.ejectedUntil = now + ejectionMillis(state.failures)
-        }),
+        Effect.map(Clock.currentTimeMillis, (now) => failedAt(serverId, address, now)),
+      succeededAt,
+      failedAt,
       /** The active health check's verdict for an address. */
       setHealth: (serverId: string, address: BackendAddress, healthy: boolean) =>
         Effect.map(Clock.currentTimeMillis, (now) => {
@@ -97,6 +112,7 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
         }),
       /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
       acquire,
+      acquireNow,
       /** Counts a live session on an address for least_conn, for the life of the scope. */
       track: (serverId: string, address: BackendAddress): Effect.Effect<void, never, Scope.Scope> =>
         Effect.acquireRelease(acquire(serverId, address), (release) => Effect.sync(release)),

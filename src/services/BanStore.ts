@@ -89,6 +89,9 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
     if (stray > 0) yield* Effect.logInfo(`${file}: removed ${stray} temporary file(s) left by an interrupted write`)
     const empty: State = { index: EMPTY_INDEX, audit: [], text: undefined }
     const state = yield* Ref.make<State>(empty)
+    /** The state last set, read synchronously by the checks every connection makes. */
+    let latest: State = empty
+    const setState = (next: State) => Effect.zipRight(Effect.sync(() => (latest = next)), Ref.set(state, next))
     /** The text of a broken file already reported, so that the watch and the poll report it once. */
     const reported = yield* Ref.make<string | undefined>(undefined)
     const startedAt = yield* Clock.currentTimeMillis
@@ -100,7 +103,7 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
       const text = read.right.value
       const decoded = decodeBanFile(text, toSeconds(startedAt))
       if (Either.isRight(decoded)) {
-        yield* Ref.set(state, { index: buildIndex(decoded.right.bans), audit: decoded.right.audit, text })
+        yield* setState({ index: buildIndex(decoded.right.bans), audit: decoded.right.audit, text })
       } else {
         const backup = yield* withFs(backupPath(file, startedAt))
         const moved = yield* Effect.either(fs.rename(file, backup))
@@ -131,7 +134,7 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
       if (text === current.text) return Option.none<readonly [string, string]>()
       if (text === undefined) {
         // Deleting the file is not taken as unbanning everyone: the bans stay and the next change writes them back.
-        yield* Ref.set(state, { ...current, text })
+        yield* setState({ ...current, text })
         yield* Effect.logWarning(
           `${file} was removed; keeping ${current.index.all.size} ban(s) in memory until the next change writes it again`
         )
@@ -140,7 +143,7 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
       const decoded = decodeBanFile(text, toSeconds(yield* Clock.currentTimeMillis))
       if (Either.isLeft(decoded)) return Option.some([text, decoded.left] as const)
       const next: State = { index: buildIndex(decoded.right.bans), audit: decoded.right.audit, text }
-      yield* Ref.set(state, next)
+      yield* setState(next)
       yield* Ref.set(reported, undefined)
       yield* Effect.logInfo(`${file} changed on disk: ${next.index.all.size} ban(s) loaded`)
       return Option.none()
@@ -187,7 +190,7 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
         yield* withFs(writeFileAtomic(file, text)).pipe(
           Effect.mapError((error) => new BanStoreError({ reason: `cannot write ${file}: ${error.message}` }))
         )
-        yield* Ref.set(state, { index: buildIndex(next.bans), audit: next.audit, text })
+        yield* setState({ index: buildIndex(next.bans), audit: next.audit, text })
         if (auditEnabled) yield* Effect.forEach(report, (entry) => Effect.logInfo(describeAudit(entry)), { discard: true })
         return result
       }).pipe(Effect.uninterruptible, lock.withPermits(1))
@@ -331,6 +334,11 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
       list: Effect.map(Effect.zip(Ref.get(state), now), ([current, nowMs]): ReadonlyArray<Ban> =>
         [...current.index.all.values()].filter((ban) => isActive(ban, nowMs))
       ),
+      /** `checkIp`, synchronously at `nowMs` (epoch ms); for the per-connection path. */
+      checkIpAt: (ip: string, nowMs: number): Ban | undefined => findIpBan(latest.index, ip, nowMs),
+      /** `checkPlayer`, synchronously at `nowMs` (epoch ms); for the per-connection path. */
+      checkPlayerAt: (player: { readonly name: string; readonly uuid: string | undefined }, nowMs: number): Ban | undefined =>
+        findPlayerBan(latest.index, player, nowMs),
       /** The ban that applies to a client address, if any (called on every accepted connection). */
       checkIp: (ip: string): Effect.Effect<Option.Option<Ban>> =>
         Effect.map(Effect.zip(Ref.get(state), now), ([current, nowMs]) =>

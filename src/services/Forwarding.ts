@@ -42,6 +42,30 @@ export const rewrittenTarget = (input: BackendHandshakeInput): { readonly host: 
   return { host: rewrite.explicit, port: input.backend.port }
 }
 
+/** The framed handshake for the backend in a raw forwarding mode; `secret` is legacy_guard's. */
+const encodeBackendHandshake = (
+  input: BackendHandshakeInput,
+  mode: "none" | "legacy" | "legacy_guard",
+  secret: string | undefined
+): Buffer => {
+  const { suffix } = splitAddress(input.handshake.address)
+  const target = rewrittenTarget(input)
+  const nextState = input.handshake.nextState === NEXT_STATE_TRANSFER ? NEXT_STATE_LOGIN : input.handshake.nextState
+  let address: string
+  if (mode === "none") address = target.host + suffix
+  else {
+    const login = input.login!
+    // Markers are dropped: backends split this address on NUL and expect three or four fields.
+    address = legacyForwardingAddress({
+      host: target.host,
+      clientIp: input.clientIp,
+      uuid: login.uuid ?? offlineUuid(login.name),
+      properties: mode === "legacy_guard" && secret !== undefined ? [bungeeGuardProperty(secret)] : []
+    })
+  }
+  return encodeHandshake({ protocolVersion: input.handshake.protocolVersion, address, port: target.port, nextState })
+}
+
 export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding", {
   effect: Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -68,40 +92,25 @@ export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding"
      * The handshake sent to the backend, framed. Transfers (next state 3) become ordinary logins: the backend
      * is reached from Portal, not by a transfer packet of its own.
      */
-    const backendHandshake = (input: BackendHandshakeInput): Effect.Effect<Buffer, ForwardingUnavailable> =>
-      Effect.gen(function* () {
-        const { suffix } = splitAddress(input.handshake.address)
-        const target = rewrittenTarget(input)
-        const nextState = input.handshake.nextState === NEXT_STATE_TRANSFER ? NEXT_STATE_LOGIN : input.handshake.nextState
-        const mode = input.login === undefined ? "none" : forwardingModeOf(input.server, input.global)
-        let address: string
-        switch (mode) {
-          case "none":
-            address = target.host + suffix
-            break
-          case "legacy":
-          case "legacy_guard": {
-            const login = input.login!
-            const properties =
-              mode === "legacy_guard" ? [bungeeGuardProperty(yield* secretOf(input.global.forwarding.secret_file))] : []
-            // Markers are dropped: backends split this address on NUL and expect three or four fields.
-            address = legacyForwardingAddress({
-              host: target.host,
-              clientIp: input.clientIp,
-              uuid: login.uuid ?? offlineUuid(login.name),
-              properties
+    const backendHandshake = (input: BackendHandshakeInput): Effect.Effect<Buffer, ForwardingUnavailable> => {
+      const mode = input.login === undefined ? "none" : forwardingModeOf(input.server, input.global)
+      switch (mode) {
+        case "none":
+        case "legacy":
+          // Built at once: no secret to read, and this runs for every login.
+          return Effect.succeed(encodeBackendHandshake(input, mode, undefined))
+        case "legacy_guard":
+          return Effect.map(secretOf(input.global.forwarding.secret_file), (secret) =>
+            encodeBackendHandshake(input, mode, secret)
+          )
+        case "modern":
+          return Effect.fail(
+            new ForwardingUnavailable({
+              reason: "modern (Velocity) forwarding needs a packet proxy mode, which this server does not use"
             })
-            break
-          }
-          case "modern":
-            return yield* Effect.fail(
-              new ForwardingUnavailable({
-                reason: "modern (Velocity) forwarding needs a packet proxy mode, which this server does not use"
-              })
-            )
-        }
-        return encodeHandshake({ protocolVersion: input.handshake.protocolVersion, address, port: target.port, nextState })
-      })
+          )
+      }
+    }
 
     return { backendHandshake, clearSecrets: Effect.sync(() => secrets.clear()) }
   })

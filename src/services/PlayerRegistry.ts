@@ -61,25 +61,28 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
      * Adds a session until its lease is released. A plain callback rather than a scope: a relayed session outlives
      * the fiber that set it up, and its relay releases the lease when the connection ends.
      */
-    const add = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease> =>
-      Effect.map(Clock.currentTimeMillis, (since) => {
-        const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
-        sessions.set(entry.id, live)
-        adjust(entry.serverId, 1)
-        let released = false
-        return {
-          id: entry.id,
-          attachBackend: (backendAddress, bytes) => {
-            live.backendAddress = backendAddress
-            live.bytes = bytes
-          },
-          release: () => {
-            if (released) return
-            released = true
-            if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
-          }
+    /** `add` at `since` (epoch ms), synchronously: this runs for every login. */
+    const addAt = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {
+      const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
+      sessions.set(entry.id, live)
+      adjust(entry.serverId, 1)
+      let released = false
+      return {
+        id: entry.id,
+        attachBackend: (backendAddress, bytes) => {
+          live.backendAddress = backendAddress
+          live.bytes = bytes
+        },
+        release: () => {
+          if (released) return
+          released = true
+          if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
         }
-      })
+      }
+    }
+
+    const add = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease> =>
+      Effect.map(Clock.currentTimeMillis, (since) => addAt(entry, since))
 
     /** Adds a session for the life of the current scope. */
     const register = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease, never, Scope.Scope> =>
@@ -94,10 +97,13 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     return {
       add,
+      addAt,
       register,
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
       countFor: (serverId: string) => Effect.sync(() => perServer.get(serverId) ?? 0),
+      /** `countFor`, synchronously. */
+      countForNow: (serverId: string): number => perServer.get(serverId) ?? 0,
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
       total: Effect.sync(() => sessions.size)
     }

@@ -4,6 +4,7 @@
  * Memory stays bounded however many addresses arrive: idle entries expire and the tables are capped.
  */
 import { Clock, Duration, Effect, Option } from "effect"
+import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
 
 /** Handshakes one address may have in progress at once. */
@@ -83,43 +84,49 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
     })
     yield* sweepOnce.pipe(Effect.delay(Duration.seconds(10)), Effect.forever, Effect.forkScoped)
 
-    const check = (limiter: SlidingWindowLimiter, kind: "login" | "status") => (ip: string) =>
-      Effect.gen(function* () {
-        const { rate_limit } = (yield* store.get).global
-        if (!rate_limit.enabled) return true
-        const now = yield* Clock.currentTimeMillis
-        return kind === "login"
-          ? limiter.hit(ip, now, rate_limit.max_connections, Duration.toMillis(rate_limit.window))
-          : limiter.hit(ip, now, rate_limit.status_max, Duration.toMillis(rate_limit.status_window))
-      })
+    /** Counts an attempt of `kind` by `ip` at `now`; false when over the limit. Synchronous: called per connection. */
+    const allowAt = (kind: "login" | "status", ip: string, now: number, global: GlobalConfig): boolean => {
+      const { rate_limit } = global
+      if (!rate_limit.enabled) return true
+      return kind === "login"
+        ? logins.hit(ip, now, rate_limit.max_connections, Duration.toMillis(rate_limit.window))
+        : pings.hit(ip, now, rate_limit.status_max, Duration.toMillis(rate_limit.status_window))
+    }
+
+    const check = (kind: "login" | "status") => (ip: string) =>
+      Effect.flatMap(store.get, (snapshot) => Effect.map(Clock.currentTimeMillis, (now) => allowAt(kind, ip, now, snapshot.global)))
 
     /**
      * Takes a handshake slot for `ip` until `release` is called (idempotent); None when the address or the proxy
      * has too many handshakes in progress.
      */
+    const enterHandshakeNow = (ip: string): (() => void) | undefined => {
+      const mine = pending.get(ip) ?? 0
+      if (mine >= MAX_PENDING_HANDSHAKES_PER_IP || pendingTotal >= MAX_PENDING_HANDSHAKES) return undefined
+      pending.set(ip, mine + 1)
+      pendingTotal += 1
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        pendingTotal -= 1
+        const left = (pending.get(ip) ?? 1) - 1
+        if (left <= 0) pending.delete(ip)
+        else pending.set(ip, left)
+      }
+    }
     const enterHandshake = (ip: string): Effect.Effect<Option.Option<() => void>> =>
-        Effect.sync(() => {
-          const mine = pending.get(ip) ?? 0
-          if (mine >= MAX_PENDING_HANDSHAKES_PER_IP || pendingTotal >= MAX_PENDING_HANDSHAKES) return Option.none()
-          pending.set(ip, mine + 1)
-          pendingTotal += 1
-          let released = false
-          return Option.some(() => {
-            if (released) return
-            released = true
-            pendingTotal -= 1
-            const left = (pending.get(ip) ?? 1) - 1
-            if (left <= 0) pending.delete(ip)
-            else pending.set(ip, left)
-          })
-        })
+      Effect.sync(() => Option.fromNullable(enterHandshakeNow(ip)))
 
     return {
       /** Counts a login attempt; false when the address is over `[rate_limit]` for logins. */
-      allowLogin: check(logins, "login"),
+      allowLogin: check("login"),
       /** Counts a status ping; false when the address is over `[rate_limit]` for pings. */
-      allowStatus: check(pings, "status"),
+      allowStatus: check("status"),
+      allowAt,
       enterHandshake,
+      /** `enterHandshake`, synchronously: the release, or undefined when over a bound. */
+      enterHandshakeNow,
       pendingHandshakes: Effect.sync(() => pendingTotal),
       tracked: Effect.sync(() => ({ logins: logins.size, pings: pings.size, pending: pending.size }))
     }

@@ -246,21 +246,21 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
      * more memory than the player's sockets) and reports through `onEnd`. The service's scope ends the relays
      * still running when Portal stops.
      */
-    const start = (request: RelayRequest): Effect.Effect<ByteMeter> =>
-      Effect.sync(() => {
-        const finished = (outcome: RelayOutcome) => {
-          active.delete(relay)
-          if (active.size === 0) {
-            const waiting = whenIdle
-            whenIdle = []
-            for (const resolve of waiting) resolve()
-          }
-          request.onEnd(outcome)
+    const startNow = (request: RelayRequest): ByteMeter => {
+      const finished = (outcome: RelayOutcome) => {
+        active.delete(relay)
+        if (active.size === 0) {
+          const waiting = whenIdle
+          whenIdle = []
+          for (const resolve of waiting) resolve()
         }
-        const relay = request.zeroCopy ? startZeroCopy(request, watchdog, finished) : startPassthrough(request, watchdog, finished)
-        active.add(relay)
-        return relay.meter
-      })
+        request.onEnd(outcome)
+      }
+      const relay = request.zeroCopy ? startZeroCopy(request, watchdog, finished) : startPassthrough(request, watchdog, finished)
+      active.add(relay)
+      return relay.meter
+    }
+    const start = (request: RelayRequest): Effect.Effect<ByteMeter> => Effect.sync(() => startNow(request))
 
     /** Waits until no relay is running (or the effect is interrupted). */
     const awaitIdle = Effect.async<void>((resume) => {
@@ -282,6 +282,8 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
 
     return {
       start,
+      /** `start`, synchronously. */
+      startNow,
       awaitIdle,
       active: Effect.sync(() => active.size),
       /** Whether zero_copy can really splice here; servers asking for it relay as passthrough otherwise. */

@@ -418,6 +418,8 @@ const make = (options: ServerManagerOptions) =>
       subscribe: PubSub.subscribe(hub),
       /** Wake on join: starts a sleeping server and waits up to `WAKE_WAIT` for it. */
       ensureOnline,
+      /** Whether the server is managed (has a lifecycle); `ensureOnline` of an unmanaged one is always online. */
+      manages: (serverId: string): boolean => entries.has(serverId),
       /** States of the managed servers. */
       states: Effect.suspend(() =>
         Effect.map(

@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Clock, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime, Scope } from "effect"
+import { Cause, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime, Scope } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -71,6 +71,8 @@ interface Holdings {
   releaseSlot: () => void
   /** Leases (player registry, balancer); a relay that takes the connection over releases them itself. */
   readonly leases: Array<() => void>
+  /** The backend connection, closed with the session unless a relay took it over. */
+  backend?: Socket
 }
 
 /** A connection whose handshake routed it to a server. */
@@ -102,6 +104,9 @@ const annotate = (entries: ReadonlyArray<readonly [string, unknown]>) =>
   })
 
 const noop = () => {}
+
+/** An opening once a lone `FE` has had its chance to grow into something else. */
+type SettledOpening = Exclude<Opening, { readonly _tag: "MaybeLegacyPing" }>
 
 /** Normalises an address as Node reports it (`::ffff:1.2.3.4` becomes `1.2.3.4`). */
 export const normaliseIp = (address: string | undefined): string => {
@@ -219,6 +224,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const bans = yield* BanStore
     const manager = yield* ServerManager
     const runDetached = Runtime.runFork(yield* Effect.runtime<never>())
+    const clock = yield* Effect.clock
     // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
     const infoLogged = LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
 
@@ -248,9 +254,14 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         }
       })
 
-    const readOpening = (reader: SocketReader) =>
+    const readOpening = (reader: SocketReader): Effect.Effect<SettledOpening, Error> =>
+      Effect.flatMap(reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening), (opening) =>
+        opening._tag === "MaybeLegacyPing" ? settleLegacyPing(reader, opening) : Effect.succeed(opening)
+      )
+
+    const settleLegacyPing = (reader: SocketReader, first: Opening): Effect.Effect<SettledOpening, Error> =>
       Effect.gen(function* () {
-        let opening = yield* reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening)
+        let opening = first
         // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else
         // (a 1.6 ping, or a modern frame). `FE` can become `FE 01`, so this can wait twice.
         while (opening._tag === "MaybeLegacyPing") {
@@ -333,11 +344,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         holdings.releaseSlot()
         const player: LoginStart = start.value
         const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
-        const playerBan = yield* bans.checkPlayer({ name: player.name, uuid: player.uuid })
-        if (Option.isSome(playerBan)) {
-          yield* Effect.logInfo(`refused ${who}: banned (${playerBan.value.reason})`)
-          const now = yield* Clock.currentTimeMillis
-          return yield* disconnect(client, banMessage(playerBan.value, Math.floor(now / 1000)))
+        // The checks below read the services synchronously: each Effect step costs time at connection rate.
+        const now = clock.unsafeCurrentTimeMillis()
+        const playerBan = bans.checkPlayerAt({ name: player.name, uuid: player.uuid }, now)
+        if (playerBan !== undefined) {
+          yield* Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`)
+          return yield* disconnect(client, banMessage(playerBan, Math.floor(now / 1000)))
         }
         if (server.config.proxy_mode === "client_only") {
           yield* Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`)
@@ -348,38 +360,45 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           return yield* disconnect(client, MESSAGES.forwardingUnavailable)
         }
         const max = server.config.max_players
-        if (max > 0 && (yield* registry.countFor(server.id)) >= max) {
+        if (max > 0 && registry.countForNow(server.id) >= max) {
           yield* Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`)
           return yield* disconnect(client, MESSAGES.serverFull)
         }
-        const lease = yield* registry.add({
-          id: connection.id,
-          serverId: server.id,
-          clientAddress: peer.clientIp,
-          clientPort: peer.clientPort,
-          protocolVersion: handshake.protocolVersion,
-          name: player.name,
-          uuid: player.uuid
-        })
+        const lease = registry.addAt(
+          {
+            id: connection.id,
+            serverId: server.id,
+            clientAddress: peer.clientIp,
+            clientPort: peer.clientPort,
+            protocolVersion: handshake.protocolVersion,
+            name: player.name,
+            uuid: player.uuid
+          },
+          now
+        )
         // Released when the connection ends before the relay; the relay releases them once it has taken over.
         const releases = holdings.leases
         releases.push(lease.release)
 
-        const wake = yield* manager.ensureOnline(server.id)
-        if (wake._tag === "Starting") {
-          yield* Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`)
-          return yield* disconnect(client, MESSAGES.starting)
+        if (manager.manages(server.id)) {
+          const wake = yield* manager.ensureOnline(server.id)
+          if (wake._tag === "Starting") {
+            yield* Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`)
+            return yield* disconnect(client, MESSAGES.starting)
+          }
+          if (wake._tag === "Unavailable") {
+            yield* Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`)
+            return yield* disconnect(client, server.config.disconnect_message)
+          }
         }
-        if (wake._tag === "Unavailable") {
-          yield* Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`)
-          return yield* disconnect(client, server.config.disconnect_message)
-        }
-        const dialed = yield* Effect.either(backend.connect(server, snapshot.global))
+        const dialed = yield* Effect.either(backend.dial(server, snapshot.global))
         if (dialed._tag === "Left") {
           yield* Effect.logWarning(`${who} could not join ${server.id}: ${dialed.left.message}`)
           return yield* disconnect(client, server.config.disconnect_message)
         }
-        const { socket: backendSocket, address, detach } = dialed.right
+        const { socket: backendSocket, address, failures } = dialed.right
+        holdings.backend = backendSocket
+        if (failures.length > 0) yield* backend.logFailures(server, failures)
         const handshakeBytes = yield* Effect.either(
           forwarding.backendHandshake({ server, global: snapshot.global, handshake, backend: address, clientIp: peer.clientIp, login: player })
         )
@@ -387,7 +406,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logError(`${who} could not join ${server.id}: ${handshakeBytes.left.message}`)
           return yield* disconnect(client, MESSAGES.forwardingUnavailable)
         }
-        releases.push(yield* balancer.acquire(server.id, address))
+        releases.push(balancer.acquireNow(server.id, address))
         const preamble = preambleFor(server, peer)
         const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
         // Not waited for: the relay starts at once and reports a failed write as the backend's error.
@@ -395,14 +414,13 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
 
         const zeroCopy = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
         const via = formatHostPort(address)
-        yield* Effect.logInfo(`${who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`)
+        if (infoLogged) yield* Effect.logInfo(`${who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`)
         // From here the relay owns both sockets and the leases, and this fiber ends.
         const started = Date.now()
         const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
         const meters: { current: ByteMeter | undefined } = { current: undefined }
         connection.relayed = true
-        detach()
-        const meter = yield* relay.start({
+        const meter = relay.startNow({
           client,
           backend: backendSocket,
           timeouts: relayTimeouts(server.config.timeouts.read, server.config.timeouts.write),
@@ -462,7 +480,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
             scope,
             Effect.sync(() => {
               holdings.releaseSlot()
-              if (!connection.relayed) for (const release of holdings.leases) release()
+              if (connection.relayed) return
+              for (const release of holdings.leases) release()
+              holdings.backend?.destroy()
             })
           )
         )
@@ -482,28 +502,29 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       Effect.gen(function* () {
         const socket = connection.socket
         const ip = peer.clientIp
-        const slot = yield* rateLimiter.enterHandshake(ip)
-        if (Option.isNone(slot)) {
+        const releaseSlot = rateLimiter.enterHandshakeNow(ip)
+        if (releaseSlot === undefined) {
           yield* Effect.logDebug("too many handshakes in progress: closed")
           return yield* closeWith(socket, undefined)
         }
-        holdings.releaseSlot = slot.value
+        holdings.releaseSlot = releaseSlot
         const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
-        const ipBan = globallyAllowed ? yield* bans.checkIp(ip) : Option.none()
+        const ipBan = globallyAllowed ? bans.checkIpAt(ip, clock.unsafeCurrentTimeMillis()) : undefined
         // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
         const opening = yield* readOpening(reader)
         if (!globallyAllowed) {
           yield* Effect.logInfo("refused by the global [ip_filter]")
           return yield* refuse(socket, opening, MESSAGES.notAllowed)
         }
-        if (Option.isSome(ipBan)) {
-          yield* Effect.logInfo(`refused: the address is banned (${ipBan.value.reason})`)
-          const now = yield* Clock.currentTimeMillis
-          return yield* refuse(socket, opening, banMessage(ipBan.value, Math.floor(now / 1000)))
+        if (ipBan !== undefined) {
+          yield* Effect.logInfo(`refused: the address is banned (${ipBan.reason})`)
+          return yield* refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000)))
         }
         switch (opening._tag) {
           case "LegacyPing":
-            if (!(yield* rateLimiter.allowStatus(ip))) return yield* closeWith(socket, undefined)
+            if (!rateLimiter.allowAt("status", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
+              return yield* closeWith(socket, undefined)
+            }
             return yield* answerLegacyPing(connection, opening.ping, peer, snapshot)
           case "LegacyLogin":
             yield* Effect.logDebug("pre-1.7 login refused")
@@ -512,7 +533,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         const handshake = opening.handshake
         const { host } = splitAddress(handshake.address)
         const isStatus = handshake.nextState === NEXT_STATE_STATUS
-        if (!(yield* isStatus ? rateLimiter.allowStatus(ip) : rateLimiter.allowLogin(ip))) {
+        if (!rateLimiter.allowAt(isStatus ? "status" : "login", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
           yield* (isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"))
           return yield* refuse(socket, opening, MESSAGES.rateLimited)
         }
@@ -527,18 +548,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
         yield* annotate([["server", server.id]])
-        return yield* routed({ connection, reader, handshake, server, peer, snapshot, holdings })
-      })
-
-    const routed = (context: Routed) =>
-      Effect.gen(function* () {
-        const { connection, reader, handshake, server, peer } = context
-        if (!ipFilter.allowedFor(server, peer.clientIp)) {
+        if (!ipFilter.allowedFor(server, ip)) {
           yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
-          return yield* refuse(connection.socket, { _tag: "Modern", handshake }, MESSAGES.notAllowed)
+          return yield* refuse(socket, opening, MESSAGES.notAllowed)
         }
-        if (handshake.nextState === NEXT_STATE_STATUS) return yield* answerStatus(connection, reader, handshake, server, peer)
-        return yield* login(context)
+        if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
+        return yield* login({ connection, reader, handshake, server, peer, snapshot, holdings })
       })
 
     return { handle }

@@ -66,6 +66,24 @@ export class SocketReader {
     timeoutMs: number,
     parse: (buffer: Buffer) => Parse<A>
   ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
+    return Effect.suspend(() => {
+      // Often the bytes are here already (Login Start comes in the same segment as the handshake): no suspension then.
+      const ready = this.buffer.length > 0 ? parse(this.buffer) : needMore
+      if (ready._tag === "Done") {
+        this.buffer = this.buffer.subarray(ready.consumed)
+        return Effect.succeed(ready.value)
+      }
+      if (ready._tag === "Fail") return Effect.fail(ready.error)
+      return this.wait(during, limit, timeoutMs, parse)
+    })
+  }
+
+  private wait<A>(
+    during: string,
+    limit: number,
+    timeoutMs: number,
+    parse: (buffer: Buffer) => Parse<A>
+  ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
     return Effect.async<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error>((resume) => {
       const socket = this.socket
       const attempt = (): boolean => {
