@@ -27,6 +27,11 @@ export interface BackendHandshakeInput {
   readonly server: ServerDefinition
   readonly global: GlobalConfig
   readonly handshake: Handshake
+  /**
+   * The handshake frame as the client sent it, if at hand: sent unchanged when nothing in it changes (no rewrite, no
+   * forwarding, not a transfer), which also keeps it byte for byte.
+   */
+  readonly raw?: Buffer
   readonly backend: BackendAddress
   readonly clientIp: string
   /** Present for logins; status pings carry no player. */
@@ -48,6 +53,10 @@ const encodeBackendHandshake = (
   mode: "none" | "legacy" | "legacy_guard",
   secret: string | undefined
 ): Buffer => {
+  const unchanged =
+    mode === "none" && input.server.config.domain_rewrite === "none" && input.handshake.nextState !== NEXT_STATE_TRANSFER
+  // A frame of 254 bytes starts with FE, which careless backends take for a legacy ping: re-encoding writes FE 81 00.
+  if (unchanged && input.raw !== undefined && input.raw[0] !== 0xfe) return input.raw
   const { suffix } = splitAddress(input.handshake.address)
   const target = rewrittenTarget(input)
   const nextState = input.handshake.nextState === NEXT_STATE_TRANSFER ? NEXT_STATE_LOGIN : input.handshake.nextState

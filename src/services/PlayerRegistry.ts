@@ -63,7 +63,17 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
      */
     /** `add` at `since` (epoch ms), synchronously: this runs for every login. */
     const addAt = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {
-      const live: LiveSession = { entry: { ...entry, since }, backendAddress: undefined, bytes: undefined }
+      const session: SessionEntry = {
+        id: entry.id,
+        serverId: entry.serverId,
+        clientAddress: entry.clientAddress,
+        clientPort: entry.clientPort,
+        protocolVersion: entry.protocolVersion,
+        name: entry.name,
+        uuid: entry.uuid,
+        since
+      }
+      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined }
       sessions.set(entry.id, live)
       adjust(entry.serverId, 1)
       let released = false

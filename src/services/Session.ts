@@ -80,6 +80,8 @@ interface Routed {
   readonly connection: Connection
   readonly reader: SocketReader
   readonly handshake: Handshake
+  /** The handshake frame as the client sent it. */
+  readonly handshakeRaw: Buffer
   readonly server: ServerDefinition
   readonly peer: Peer
   readonly snapshot: ConfigSnapshot
@@ -87,7 +89,7 @@ interface Routed {
 }
 
 type Opening =
-  | { readonly _tag: "Modern"; readonly handshake: Handshake }
+  | { readonly _tag: "Modern"; readonly handshake: Handshake; readonly raw: Buffer }
   | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "MaybeLegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "LegacyLogin" }
@@ -145,7 +147,8 @@ const parseOpening = (buffer: Buffer): Parse<Opening> => {
       if (frame._tag === "Invalid") return failParse(new ProtocolError(`bad handshake: ${frame.reason}`))
       if (frame.packetId !== 0x00) return failParse(new ProtocolError(`expected a handshake, got packet ${frame.packetId}`))
       try {
-        return done({ _tag: "Modern", handshake: decodeHandshakeBody(buffer.subarray(frame.bodyStart, frame.end)) }, frame.end)
+        const handshake = decodeHandshakeBody(buffer.subarray(frame.bodyStart, frame.end))
+        return done({ _tag: "Modern", handshake, raw: buffer.subarray(0, frame.end) }, frame.end)
       } catch (error) {
         return failParse(error as Error)
       }
@@ -228,11 +231,16 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
     const infoLogged = LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
 
+    /** The peer as the socket shows it; the local side is looked up only if something asks (a system call). */
     const ownPeer = (socket: Socket): Peer => ({
       clientIp: normaliseIp(socket.remoteAddress),
       clientPort: socket.remotePort ?? 0,
-      localIp: normaliseIp(socket.localAddress),
-      localPort: socket.localPort ?? 0
+      get localIp() {
+        return normaliseIp(socket.localAddress)
+      },
+      get localPort() {
+        return socket.localPort ?? 0
+      }
     })
 
     /** The client as the PROXY protocol header names it. */
@@ -331,7 +339,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
       })
 
-    const login = ({ connection, reader, handshake, server, peer, snapshot, holdings }: Routed) =>
+    const login = ({ connection, reader, handshake, handshakeRaw, server, peer, snapshot, holdings }: Routed) =>
       Effect.gen(function* () {
         const client = connection.socket
         const start = yield* reader.read(
@@ -400,7 +408,15 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         holdings.backend = backendSocket
         if (failures.length > 0) yield* backend.logFailures(server, failures)
         const handshakeBytes = yield* Effect.either(
-          forwarding.backendHandshake({ server, global: snapshot.global, handshake, backend: address, clientIp: peer.clientIp, login: player })
+          forwarding.backendHandshake({
+            server,
+            global: snapshot.global,
+            handshake,
+            raw: handshakeRaw,
+            backend: address,
+            clientIp: peer.clientIp,
+            login: player
+          })
         )
         if (handshakeBytes._tag === "Left") {
           yield* Effect.logError(`${who} could not join ${server.id}: ${handshakeBytes.left.message}`)
@@ -474,7 +490,6 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       const socket = connection.socket
       const holdings: Holdings = { releaseSlot: noop, leases: [] }
       return Effect.gen(function* () {
-        yield* annotate([["conn", connection.id]])
         yield* Effect.flatMap(Effect.scope, (scope) =>
           Scope.addFinalizer(
             scope,
@@ -488,8 +503,15 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         )
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
-        const peer = snapshot.global.receive_proxy_protocol ? yield* readProxyPeer(connection, reader) : ownPeer(socket)
-        yield* annotate([["ip", peer.clientIp]])
+        let peer: Peer
+        if (snapshot.global.receive_proxy_protocol) {
+          yield* annotate([["conn", connection.id]])
+          peer = yield* readProxyPeer(connection, reader)
+          yield* annotate([["ip", peer.clientIp]])
+        } else {
+          peer = ownPeer(socket)
+          yield* annotate([["conn", connection.id], ["ip", peer.clientIp]])
+        }
         return yield* serve(connection, reader, peer, snapshot, holdings)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
@@ -553,7 +575,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           return yield* refuse(socket, opening, MESSAGES.notAllowed)
         }
         if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
-        return yield* login({ connection, reader, handshake, server, peer, snapshot, holdings })
+        return yield* login({ connection, reader, handshake, handshakeRaw: opening.raw, server, peer, snapshot, holdings })
       })
 
     return { handle }

@@ -220,6 +220,29 @@ describe("bad input", () => {
     expect(recorder.connections[0]).toEqual(Buffer.concat([hex("fe8100"), login.body, start]))
   })
 
+  it("a handshake nothing changes reaches the backend byte for byte; a rewritten one is encoded afresh", async () => {
+    const recorder = await recordingBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "same.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${recorder.port}"]`,
+      "rewritten.toml": `domains = ["other.example.com"]\naddresses = ["127.0.0.1:${recorder.port}"]\ndomain_rewrite = { explicit = "inner.local" }`
+    })
+    const portal = await startPortal(dir.configFile)
+    // Protocol 340 (1.12.2) written in three bytes (d4 82 00) where two would do: valid, but not how Portal writes it.
+    const handshake = (host: string) => {
+      const body = Buffer.concat([hex("00 d48200"), Buffer.from([host.length]), Buffer.from(host), hex("63dd 02")])
+      return Buffer.concat([Buffer.from([body.length]), body])
+    }
+    const start = hex("0700 05 5374657665")
+    await exchange(portal.port, [handshake("mc.example.com"), start], { timeoutMs: 1000 })
+    expect(recorder.connections[0]).toEqual(Buffer.concat([handshake("mc.example.com"), start]))
+    await exchange(portal.port, [handshake("other.example.com"), start], { timeoutMs: 1000 })
+    const port = Buffer.alloc(2)
+    port.writeUInt16BE(recorder.port)
+    const body = Buffer.concat([hex("00 d402"), Buffer.from([11]), Buffer.from("inner.local"), port, hex("02")])
+    const rewritten = Buffer.concat([Buffer.from([body.length]), body])
+    expect(recorder.connections[1]).toEqual(Buffer.concat([rewritten, start]))
+  })
+
   it("a handshake that never completes is closed after the handshake timeout", async () => {
     const { portal } = await setup()
     const started = Date.now()
