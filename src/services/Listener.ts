@@ -13,6 +13,8 @@ import { applyKeepalive } from "./native/keepalive.js"
 import { Relay } from "./Relay.js"
 import { Session } from "./Session.js"
 
+const ignoreError = () => {}
+
 export class ListenError extends Data.TaggedError("ListenError")<{ readonly address: string; readonly reason: string }> {
   override get message() {
     return `cannot listen on ${this.address}: ${this.reason}`
@@ -51,7 +53,7 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
 
     server.on("connection", (socket: net.Socket) => {
       // A socket must always have an error listener, or a reset between two reads would crash the process.
-      socket.on("error", () => {})
+      socket.on("error", ignoreError)
       applyKeepalive(socket, keepalive)
       runFork(session.handle({ id: ++nextId, socket }))
     })

@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime, Scope } from "effect"
+import { Cause, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -490,17 +490,6 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       const socket = connection.socket
       const holdings: Holdings = { releaseSlot: noop, leases: [] }
       return Effect.gen(function* () {
-        yield* Effect.flatMap(Effect.scope, (scope) =>
-          Scope.addFinalizer(
-            scope,
-            Effect.sync(() => {
-              holdings.releaseSlot()
-              if (connection.relayed) return
-              for (const release of holdings.leases) release()
-              holdings.backend?.destroy()
-            })
-          )
-        )
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
         let peer: Peer
@@ -515,8 +504,16 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         return yield* serve(connection, reader, peer, snapshot, holdings)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
-        Effect.ensuring(Effect.sync(() => connection.relayed || socket.destroy())),
-        Effect.scoped
+        // One finalizer gives everything back, and closes the sockets unless a relay took them over.
+        Effect.ensuring(
+          Effect.sync(() => {
+            holdings.releaseSlot()
+            if (connection.relayed) return
+            for (const release of holdings.leases) release()
+            holdings.backend?.destroy()
+            socket.destroy()
+          })
+        )
       )
     }
 

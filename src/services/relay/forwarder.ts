@@ -169,10 +169,12 @@ class UserBufferDirection implements Direction {
     this.own = undefined
     // A write that still holds `own` must leave before anything is read into it; its callback resumes then.
     if (this.waiting === "write") return
-    if (this.resumer !== undefined) this.to.off("drain", this.resumer)
-    this.waiting = "no"
-    this.from.pause()
-    this.from.resume()
+    // A source paused for a full destination reads again (into nowhere); one that reads needs nothing.
+    if (this.waiting === "drain") {
+      if (this.resumer !== undefined) this.to.off("drain", this.resumer)
+      this.waiting = "no"
+      this.from.resume()
+    }
   }
 
   stop(): void {

@@ -86,29 +86,24 @@ export class SocketReader {
   ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
     return Effect.async<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error>((resume) => {
       const socket = this.socket
-      const attempt = (): boolean => {
+      /** The outcome once there is one: parsed, failed, too large, or the peer gone. */
+      const settle = (): Effect.Effect<A, ConnectionClosed | InputTooLarge | Error> | undefined => {
         const result = parse(this.buffer)
         switch (result._tag) {
           case "Done":
             this.buffer = this.buffer.subarray(result.consumed)
-            resume(Effect.succeed(result.value))
-            return true
+            return Effect.succeed(result.value)
           case "Fail":
-            resume(Effect.fail(result.error))
-            return true
+            return Effect.fail(result.error)
           case "NeedMore":
-            if (this.buffer.length > limit) {
-              resume(Effect.fail(new InputTooLarge({ during, limit })))
-              return true
-            }
-            if (this.ended) {
-              resume(Effect.fail(new ConnectionClosed({ during })))
-              return true
-            }
-            return false
+            if (this.buffer.length > limit) return Effect.fail(new InputTooLarge({ during, limit }))
+            if (this.ended) return Effect.fail(new ConnectionClosed({ during }))
+            return undefined
         }
       }
-      if (attempt()) return
+      const first = settle()
+      if (first !== undefined) return resume(first)
+      // Listeners go before the fiber resumes: what it does next (the next read) must not be undone by them.
       const timer = setTimeout(() => {
         cleanup()
         resume(Effect.fail(new ReadTimeout({ during, ms: timeoutMs })))
@@ -118,12 +113,14 @@ export class SocketReader {
         socket.off("data", onData)
         socket.off("end", onEnd)
         socket.off("close", onEnd)
-        socket.off("error", onEnd)
         socket.pause()
       }
       const onData = (chunk: Buffer) => {
         this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
-        if (attempt()) cleanup()
+        const outcome = settle()
+        if (outcome === undefined) return
+        cleanup()
+        resume(outcome)
       }
       const onEnd = () => {
         this.ended = true
@@ -132,8 +129,8 @@ export class SocketReader {
       }
       socket.on("data", onData)
       socket.once("end", onEnd)
+      // An error always ends in close (the socket is destroyed), so close covers it.
       socket.once("close", onEnd)
-      socket.once("error", onEnd)
       socket.resume()
       return Effect.sync(cleanup)
     })
