@@ -65,7 +65,7 @@ interface Peer {
   readonly localPort: number
 }
 
-/** What the end of a connection's scope gives back; one finalizer for all of it. */
+/** What a connection gives back when it ends, all in one finalizer. */
 interface Holdings {
   /** The connection's handshake slot (the flood bound); idempotent, and given back early once Login Start is read. */
   releaseSlot: () => void

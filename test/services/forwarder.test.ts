@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from "node:crypto"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
-import { forward } from "../../src/services/relay/forwarder.js"
+import { forward, forwardWithEvents } from "../../src/services/relay/forwarder.js"
 import { waitFor } from "../helpers/wait.js"
 
 const sha = (data: Buffer) => createHash("sha256").update(data).digest("hex")
@@ -101,6 +101,39 @@ describe("forwarder", () => {
     const source = await socketPair()
     const destination = await socketPair()
     const direction = forward(source.far, destination.near)
+    const atPlayer = collect(destination.far)
+    const before = randomBytes(1000)
+    source.near.write(before)
+    await waitFor(() => atPlayer().length >= before.length || undefined, { what: "the first bytes" })
+    direction.discard()
+    const readBefore = source.far.bytesRead
+    source.near.write(randomBytes(100_000))
+    await waitFor(() => source.far.bytesRead >= readBefore + 100_000 || undefined, { what: "the dropped bytes read" })
+    await sleep(50)
+    expect(atPlayer()).toEqual(before)
+  })
+
+  // Where Node lacks the user-buffer internals, directions fall back to data events: the same guarantees.
+  it("the data-event fallback also pauses a source behind a full destination, and loses nothing", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    forwardWithEvents(source.far, destination.near)
+    const atPlayer = collect(destination.far)
+    destination.far.pause()
+    const data = randomBytes(24 << 20)
+    source.near.write(data)
+    await waitFor(() => destination.near.writableLength > 0 || undefined, { what: "a backed-up destination" })
+    await sleep(200)
+    expect(destination.near.writableLength).toBeLessThan(data.length / 2)
+    destination.far.resume()
+    await waitFor(() => atPlayer().length >= data.length || undefined, { timeoutMs: 15_000, what: "all bytes" })
+    expect(sha(atPlayer())).toBe(sha(data))
+  })
+
+  it("the data-event fallback discards after discard()", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    const direction = forwardWithEvents(source.far, destination.near)
     const atPlayer = collect(destination.far)
     const before = randomBytes(1000)
     source.near.write(before)

@@ -61,7 +61,7 @@ export interface Direction {
 const noop = () => {}
 
 /** The `data`-event forwarder: Node's allocation per read, but no reliance on its internals. */
-const forwardWithEvents = (from: Socket, to: Socket): Direction => {
+export const forwardWithEvents = (from: Socket, to: Socket): Direction => {
   const resume = () => from.resume()
   const onData = (chunk: Buffer) => {
     if (!to.write(chunk)) {
