@@ -87,11 +87,14 @@ const forward = (bytes: Buffer, socket: Socket): number => {
   return bytes.length
 }
 
+/** Whether everything written to `socket` so far has reached the kernel, or it can take nothing more. */
+const isFlushed = (socket: Socket): boolean =>
+  socket.destroyed || socket.writableFinished || (socket.writableLength === 0 && !socket.writableEnded)
+
 /** Resolves once everything written to `socket` so far has reached the kernel, or it can take nothing more. */
 const flushed = (socket: Socket): Promise<void> =>
   new Promise((resolve) => {
-    if (socket.destroyed || socket.writableFinished || (socket.writableLength === 0 && !socket.writableEnded))
-      return resolve()
+    if (isFlushed(socket)) return resolve()
     const settle = () => {
       socket.off("close", settle)
       socket.off("finish", settle)
@@ -175,7 +178,7 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
     })
   }
 
-  void Promise.all([flushed(client), flushed(backend)]).then(() => {
+  const begin = () => {
     if (final !== undefined) return
     const closed = [client, backend].find((socket) => socket.destroyed)
     if (closed !== undefined)
@@ -185,7 +188,10 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
     } catch (error) {
       finishEarly("error", error instanceof Error ? error.message : String(error))
     }
-  })
+  }
+  // Usually nothing Node wrote is still waiting (the replay went out at once): the addon takes over right away.
+  if (isFlushed(client) && isFlushed(backend)) begin()
+  else void Promise.all([flushed(client), flushed(backend)]).then(begin)
 
   return {
     done,
