@@ -65,6 +65,8 @@ const socketFd = (socket: Socket, side: string): number => {
   return fd
 }
 
+const noRead = () => {}
+
 /** Stops Node reading the socket for good and returns the bytes it had already buffered. */
 const takeOver = (socket: Socket): Buffer => {
   socket.setTimeout(0)
@@ -73,7 +75,7 @@ const takeOver = (socket: Socket): Buffer => {
   socket.pause()
   // pause() leaves libuv reading into Node's buffer; readStop() stops it, and a no-op _read keeps Node from
   // restarting it while the buffer is drained below.
-  socket._read = () => {}
+  socket._read = noRead
   tcpHandle(socket)?.readStop()
   const chunks: Array<Buffer> = []
   for (let chunk: Buffer | null; (chunk = socket.read() as Buffer | null) !== null; ) chunks.push(chunk)
@@ -150,7 +152,10 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
   let final: SpliceResult | undefined
   let resolveDone: (result: SpliceResult) => void = () => {}
   const done = new Promise<SpliceResult>((resolve) => (resolveDone = resolve))
-  const errors = new Map<Socket, string>()
+  // The first error of each socket, for the report (plain fields: every live session has these).
+  let clientError: string | undefined
+  let backendError: string | undefined
+  const errorOf = (socket: Socket) => (socket === client ? clientError : backendError)
 
   const finish = (result: SpliceResult) => {
     if (final !== undefined) return
@@ -170,11 +175,14 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
 
   for (const socket of [client, backend]) {
     // Without a listener an error would crash the process; the session reports it instead.
-    socket.on("error", (error) => errors.set(socket, errorText(error)))
+    socket.on("error", (error) => {
+      if (socket === client) clientError ??= errorText(error)
+      else backendError ??= errorText(error)
+    })
     socket.on("close", () => {
       if (final !== undefined) return
       if (handle !== undefined) native.cancel(handle)
-      else finishEarly(socket === client ? "client_closed" : "backend_closed", errors.get(socket))
+      else finishEarly(socket === client ? "client_closed" : "backend_closed", errorOf(socket))
     })
   }
 
@@ -182,16 +190,16 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
     if (final !== undefined) return
     const closed = [client, backend].find((socket) => socket.destroyed)
     if (closed !== undefined)
-      return finishEarly(closed === client ? "client_closed" : "backend_closed", errors.get(closed))
+      return finishEarly(closed === client ? "client_closed" : "backend_closed", errorOf(closed))
     try {
       handle = native.start(clientFd, backendFd, (result) => finish(withEarly(result)))
     } catch (error) {
       finishEarly("error", error instanceof Error ? error.message : String(error))
     }
   }
-  // Usually nothing Node wrote is still waiting (the replay went out at once): the addon takes over right away.
-  if (isFlushed(client) && isFlushed(backend)) begin()
-  else void Promise.all([flushed(client), flushed(backend)]).then(begin)
+  // Taking over from a microtask rather than at once keeps an idle zero_copy session about 2.5 KiB smaller in the
+  // memory benchmark (measured; the reason was not found).
+  void Promise.all([flushed(client), flushed(backend)]).then(begin)
 
   return {
     done,
