@@ -21,7 +21,7 @@ import { client } from "./ipc.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
 import { canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
-import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, portalTarget } from "./targets.mjs"
+import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, PORTAL_NODE_FLAGS, portalTarget } from "./targets.mjs"
 
 const LOAD_CPU = 0
 const PROXY_CPU = 1
@@ -205,7 +205,7 @@ const main = async () => {
     const notes = [
       `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
       `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}.`,
-      `- Portal: commit ${revision}, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
+      `- Portal: commit ${revision}, run as \`${["node", ...PORTAL_NODE_FLAGS, ...portalFlags, "dist/main.js"].join(" ")}\`, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
       pinned
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}.`
         : "- Not pinned (taskset missing or a single CPU): proxies and load share the CPUs.",

@@ -10,6 +10,14 @@ import { waitForPort } from "./system.mjs"
 
 export const DOMAIN = "bench.example.com"
 const PORTAL_MAIN = path.resolve(process.env.BENCH_PORTAL_MAIN ?? "dist/main.js")
+/**
+ * The Node flags Portal's launchers use, read from the first line of its main file (`#!/usr/bin/env -S node FLAGS`,
+ * as the `portal` command and `npm start` run it; docs/operations.md says why).
+ */
+export const PORTAL_NODE_FLAGS = (() => {
+  const words = (readFileSync(PORTAL_MAIN, "utf8").split("\n", 1)[0] ?? "").replace(/^#!/, "").trim().split(/\s+/)
+  return words.includes("node") ? words.slice(words.indexOf("node") + 1) : []
+})()
 /** Portal's default `[status_cache] ttl`. */
 export const DEFAULT_STATUS_TTL = "5s"
 
@@ -74,7 +82,7 @@ export const portalTarget = async (spec) => {
     return startProcess({
       name: `Portal ${spec.mode}`,
       command: process.execPath,
-      args: [...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
+      args: [...PORTAL_NODE_FLAGS, ...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
       port: spec.port,
       logFile: path.join(spec.dir, `portal-${spec.mode}.log`),
       cpu: spec.cpu

@@ -817,13 +817,10 @@ napi_value throwError(napi_env env, const std::string& message) {
 }
 
 // The session behind a handle made by start(); null with a TypeError thrown for anything else.
-Session* sessionOf(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value handle;
+Session* sessionOfValue(napi_env env, napi_value handle) {
   napi_valuetype type;
   bool tagged = false;
   void* data = nullptr;
-  napi_get_cb_info(env, info, &argc, &handle, nullptr, nullptr);
   if (napi_typeof(env, handle, &type) != napi_ok || type != napi_external ||
       napi_check_object_type_tag(env, handle, &kHandleTag, &tagged) != napi_ok || !tagged ||
       napi_get_value_external(env, handle, &data) != napi_ok) {
@@ -831,6 +828,18 @@ Session* sessionOf(napi_env env, napi_callback_info info) {
     return nullptr;
   }
   return static_cast<Session*>(data);
+}
+
+// The session behind the first argument.
+Session* sessionOf(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value handle = nullptr;
+  napi_get_cb_info(env, info, &argc, &handle, nullptr, nullptr);
+  if (argc < 1) {
+    napi_throw_type_error(env, nullptr, "expected a splice session handle");
+    return nullptr;
+  }
+  return sessionOfValue(env, handle);
 }
 
 // The shared callback and the callbacks array, made with the first session. The callback starts unreferenced: only
@@ -916,11 +925,75 @@ napi_value Stats(napi_env env, napi_callback_info info) {
   return session == nullptr ? nullptr : statsObject(env, session->counters());
 }
 
+// statsInto(handle, out): the counters of stats() written into a Float64Array of at least 6 elements, in the order
+// clientToBackend, backendToClient, lastClientReadMs, lastBackendReadMs, pendingToClient, pendingToBackend. Allocates
+// nothing: the relay watchdog reads every session once a second.
+napi_value StatsInto(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value args[2];
+  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  Session* session = argc < 2 ? nullptr : sessionOfValue(env, args[0]);
+  if (session == nullptr) {
+    if (argc < 2) napi_throw_type_error(env, nullptr, "expected (handle, Float64Array)");
+    return nullptr;
+  }
+  bool isTyped = false;
+  napi_typedarray_type kind;
+  size_t length = 0;
+  void* out = nullptr;
+  if (napi_is_typedarray(env, args[1], &isTyped) != napi_ok || !isTyped ||
+      napi_get_typedarray_info(env, args[1], &kind, &length, &out, nullptr, nullptr) != napi_ok ||
+      kind != napi_float64_array || length < 6) {
+    napi_throw_type_error(env, nullptr, "expected a Float64Array of at least 6 elements");
+    return nullptr;
+  }
+  const Counters c = session->counters();
+  double* values = static_cast<double*>(out);
+  values[0] = double(c.bytes[kClient]);
+  values[1] = double(c.bytes[kBackend]);
+  values[2] = double(c.lastReadMs[kClient]);
+  values[3] = double(c.lastReadMs[kBackend]);
+  values[4] = double(c.pending[kBackend]);
+  values[5] = double(c.pending[kClient]);
+  return nullptr;
+}
+
 // cancel(handle): idempotent; completion still arrives through onDone.
 napi_value Cancel(napi_env env, napi_callback_info info) {
   Session* session = sessionOf(env, info);
   if (session != nullptr && !session->finished.load()) Relay::get()->cancel(session->id);
   return nullptr;
+}
+
+// ---- Direct send -----------------------------------------------------------------------------------------------------
+
+// send(fd, bytes, length) -> how many of the first `length` bytes the kernel took (0 when none fit), or -errno. One
+// send(2), never blocking, no SIGPIPE. The passthrough relay writes small packets this way when nothing is queued
+// on the socket: the same system call libuv would make, without a write request and its callbacks per packet.
+napi_value Send(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value args[3];
+  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  int32_t fd = -1;
+  uint32_t length = 0;
+  bool isTyped = false;
+  napi_typedarray_type kind;
+  size_t size = 0;
+  void* data = nullptr;
+  if (argc < 3 || napi_get_value_int32(env, args[0], &fd) != napi_ok || fd < 0 ||
+      napi_is_typedarray(env, args[1], &isTyped) != napi_ok || !isTyped ||
+      napi_get_typedarray_info(env, args[1], &kind, &size, &data, nullptr, nullptr) != napi_ok ||
+      kind != napi_uint8_array || napi_get_value_uint32(env, args[2], &length) != napi_ok || length > size) {
+    napi_throw_type_error(env, nullptr, "expected (fd, Uint8Array, length <= its length)");
+    return nullptr;
+  }
+  ssize_t sent;
+  do sent = ::send(fd, data, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (sent < 0 && errno == EINTR);
+  const double result = sent >= 0 ? double(sent) : (errno == EAGAIN || errno == EWOULDBLOCK) ? 0.0 : -double(errno);
+  napi_value value;
+  napi_create_double(env, result, &value);
+  return value;
 }
 
 // ---- TCP keepalive -------------------------------------------------------------------------------------------------
@@ -1020,6 +1093,8 @@ NAPI_MODULE_INIT() {
       {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, instance},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"statsInto", nullptr, StatsInto, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
        nullptr},

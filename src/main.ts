@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --single-threaded-gc
 /**
  * Portal's command line: `node dist/main.js [--config PATH] [--check] [--dev] [--log-format pretty|json]
  * [--log-level LEVEL] [--help] [--version]`.

@@ -1,7 +1,9 @@
 /** The command line, run as a real child process against real files. */
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
-import { runPortal, startPortal } from "./helpers/process.js"
+import { MAIN, nodeFlagsOf, runPortal, startPortal } from "./helpers/process.js"
 import { makeConfigDir } from "./helpers/tempdir.js"
 
 describe("--check", () => {
@@ -97,5 +99,19 @@ describe("flags", () => {
     const level = runPortal(["--log-level", "loud"])
     expect(level.status).toBe(2)
     expect(level.stderr).toMatch(/--log-level must be one of/)
+  })
+})
+
+describe("launchers", () => {
+  it("the portal command's first line and npm start run Node with the same flags, and Node accepts them", () => {
+    const flags = nodeFlagsOf(MAIN)
+    expect(flags).toContain("--single-threaded-gc")
+    const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts
+    for (const name of ["start", "dev"]) expect(scripts[name]).toContain(`node ${flags.join(" ")} dist/main.js`)
+    // What the kernel does with the first line: the interpreter, its one argument, then the file.
+    const [interpreter = "", ...rest] = (readFileSync(MAIN, "utf8").split("\n", 1)[0] ?? "").slice(2).trim().split(" ")
+    const run = spawnSync(interpreter, [rest.join(" "), MAIN, "--version"], { encoding: "utf8" })
+    expect(run.stderr).toBe("")
+    expect(run.stdout.trim()).toBe(PORTAL_VERSION)
   })
 })

@@ -8,7 +8,7 @@ import { Duration, Effect } from "effect"
 import type { Socket } from "node:net"
 import type { SessionByteSource } from "./PlayerRegistry.js"
 import { type Direction, forward } from "./relay/forwarder.js"
-import { type SpliceResult, spliceSupport, startSplice } from "./relay/zeroCopy.js"
+import { counterAt, type SpliceResult, spliceSupport, startSplice } from "./relay/zeroCopy.js"
 
 export type RelayEnd = "client_closed" | "backend_closed" | "read_timeout" | "write_timeout" | "error" | "interrupted"
 
@@ -27,46 +27,62 @@ export interface RelayTimeouts {
 
 /** How long the other side may go on after one side ended cleanly. */
 export const LINGER_MS = 2_000
+/** Every session is checked once per period... */
 const WATCHDOG_PERIOD_MS = 1_000
+/** ...a slice of them per tick, so that thousands of sessions never stall the event loop at once. */
+const WATCHDOG_SLICES = 10
 
-/** What the watchdog reads of one relayed backend connection. */
-interface BackendProgress {
-  /** Total bytes read from the backend so far. */
-  readonly bytesRead: () => number
-  /** Bytes written to the backend so far, and whether more are waiting behind a full buffer. */
-  readonly bytesWritten: () => number
-  readonly writeBlocked: () => boolean
+/** What the watchdog reads of one relayed backend connection; filled in place, so a check allocates nothing. */
+export interface ProgressSample {
+  /** A value that changes whenever bytes are read from the backend (a count, or the time of the last read). */
+  readMark: number
+  /** Bytes the backend's socket handed to the kernel so far. */
+  written: number
+  /** Whether bytes wait behind a full send buffer. */
+  blocked: boolean
+}
+
+export interface BackendProgress {
+  readonly sample: (into: ProgressSample) => void
 }
 
 interface Watched {
   readonly progress: BackendProgress
   readonly timeouts: RelayTimeouts
-  lastBytesRead: number
+  lastReadMark: number
   lastReadAt: number
-  lastBytesWritten: number
+  lastWritten: number
   /** When writes were first seen blocked with no progress since. */
   blockedSince: number | undefined
   readonly onTimeout: (end: "read_timeout" | "write_timeout") => void
 }
 
-/** One timer for every relayed session: checks idle reads and stalled writes on the backend side. */
+/**
+ * One timer for every relayed session: checks idle reads and stalled writes on the backend side. Each tick checks
+ * the next slice of sessions, so each is checked about once per period and a timeout fires at most a period late.
+ */
 export class RelayWatchdog {
   private readonly watched = new Set<Watched>()
   private timer: NodeJS.Timeout | undefined
+  /** Where the current pass stands; a Set iterator stays valid while entries come and go. */
+  private pass: Iterator<Watched> | undefined
+  private readonly sample: ProgressSample = { readMark: 0, written: 0, blocked: false }
 
   add(progress: BackendProgress, timeouts: RelayTimeouts, onTimeout: Watched["onTimeout"], now = Date.now()): Watched {
+    const { sample } = this
+    progress.sample(sample)
     const entry: Watched = {
       progress,
       timeouts,
-      lastBytesRead: progress.bytesRead(),
+      lastReadMark: sample.readMark,
       lastReadAt: now,
-      lastBytesWritten: progress.bytesWritten(),
+      lastWritten: sample.written,
       blockedSince: undefined,
       onTimeout
     }
     this.watched.add(entry)
     if (this.timer === undefined) {
-      this.timer = setInterval(() => this.sweep(Date.now()), WATCHDOG_PERIOD_MS)
+      this.timer = setInterval(() => this.tick(Date.now()), WATCHDOG_PERIOD_MS / WATCHDOG_SLICES)
       this.timer.unref()
     }
     return entry
@@ -77,6 +93,7 @@ export class RelayWatchdog {
     if (this.watched.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer)
       this.timer = undefined
+      this.pass = undefined
     }
   }
 
@@ -84,25 +101,41 @@ export class RelayWatchdog {
     return this.watched.size
   }
 
+  /** Checks the next slice of sessions; a pass over all of them takes WATCHDOG_SLICES ticks. */
+  tick(now: number): void {
+    let budget = Math.ceil(this.watched.size / WATCHDOG_SLICES)
+    while (budget-- > 0) {
+      this.pass ??= this.watched.values()
+      const next = this.pass.next()
+      if (next.done === true) {
+        this.pass = undefined
+        return
+      }
+      this.check(next.value, now)
+    }
+  }
+
+  /** Checks every session at once. */
   sweep(now: number): void {
-    for (const entry of this.watched) {
-      const { progress, timeouts } = entry
-      const read = progress.bytesRead()
-      if (read !== entry.lastBytesRead) {
-        entry.lastBytesRead = read
-        entry.lastReadAt = now
-      } else if (now - entry.lastReadAt >= timeouts.readMs) {
-        entry.onTimeout("read_timeout")
-        continue
-      }
-      const written = progress.bytesWritten()
-      if (!progress.writeBlocked() || written !== entry.lastBytesWritten) {
-        entry.lastBytesWritten = written
-        entry.blockedSince = progress.writeBlocked() ? now : undefined
-      } else {
-        entry.blockedSince ??= now
-        if (now - entry.blockedSince >= timeouts.writeMs) entry.onTimeout("write_timeout")
-      }
+    for (const entry of this.watched) this.check(entry, now)
+  }
+
+  private check(entry: Watched, now: number): void {
+    const { sample } = this
+    entry.progress.sample(sample)
+    if (sample.readMark !== entry.lastReadMark) {
+      entry.lastReadMark = sample.readMark
+      entry.lastReadAt = now
+    } else if (now - entry.lastReadAt >= entry.timeouts.readMs) {
+      entry.onTimeout("read_timeout")
+      return
+    }
+    if (!sample.blocked || sample.written !== entry.lastWritten) {
+      entry.lastWritten = sample.written
+      entry.blockedSince = sample.blocked ? now : undefined
+    } else {
+      entry.blockedSince ??= now
+      if (now - entry.blockedSince >= entry.timeouts.writeMs) entry.onTimeout("write_timeout")
     }
   }
 }
@@ -172,11 +205,17 @@ const startPassthrough = (
   const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error : undefined)
   const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
 
+  const outBefore = client.bytesWritten
+  const up = forward(client, backend)
+  const down = forward(backend, client)
+
   const watched = watchdog.add(
     {
-      bytesRead: () => backend.bytesRead,
-      bytesWritten: () => backend.bytesWritten - backend.writableLength,
-      writeBlocked: () => backend.writableNeedDrain
+      sample: (into) => {
+        into.readMark = down.bytesRead
+        into.written = up.bytesHanded - backend.writableLength
+        into.blocked = backend.writableNeedDrain
+      }
     },
     timeouts,
     (end) => finish(end)
@@ -184,11 +223,10 @@ const startPassthrough = (
   client.once("end", onClientEnd)
   backend.once("end", onBackendEnd)
   for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
-  const up = forward(client, backend)
-  const down = forward(backend, client)
   return {
     stop: () => finish("interrupted"),
-    meter: { bytesIn: () => client.bytesRead, bytesOut: () => client.bytesWritten }
+    // Node counts what it read and what went through its writes; the relay's direct sends are counted by `down`.
+    meter: { bytesIn: () => client.bytesRead, bytesOut: () => outBefore + down.bytesHanded }
   }
 }
 
@@ -207,12 +245,12 @@ const startZeroCopy = (
   const watched = watchdog.add(
     {
       // The addon reports the time of the last read, not a count: a value that moves with it is enough.
-      bytesRead: () => session.stats().lastBackendReadMs,
-      bytesWritten: () => {
-        const stats = session.stats()
-        return stats.clientToBackend - stats.pendingToBackend
-      },
-      writeBlocked: () => session.stats().pendingToBackend > 0
+      sample: (into) => {
+        const stats = session.counters()
+        into.readMark = counterAt(stats, "lastBackendReadMs")
+        into.written = counterAt(stats, "clientToBackend") - counterAt(stats, "pendingToBackend")
+        into.blocked = counterAt(stats, "pendingToBackend") > 0
+      }
     },
     timeouts,
     (end) => {

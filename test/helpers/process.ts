@@ -1,10 +1,19 @@
 /** Portal as a real child process: `node dist/main.js ...`, with its output captured. */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { afterEach } from "vitest"
 import { waitFor } from "./wait.js"
 
 export const MAIN = path.resolve("dist/main.js")
+
+/** The Node flags on main.js's first line (`#!/usr/bin/env -S node FLAGS`): tests run Portal as the `portal` command does. */
+export const nodeFlagsOf = (file: string): Array<string> => {
+  const first = readFileSync(file, "utf8").split("\n", 1)[0] ?? ""
+  const words = first.replace(/^#!/, "").trim().split(/\s+/)
+  return words.includes("node") ? words.slice(words.indexOf("node") + 1) : []
+}
+const NODE_FLAGS = nodeFlagsOf(MAIN)
 
 export interface RunResult {
   readonly status: number | null
@@ -14,7 +23,7 @@ export interface RunResult {
 
 /** Runs Portal to completion (for `--check`, `--help`, broken configurations). */
 export const runPortal = (args: ReadonlyArray<string>, options: { cwd?: string; timeoutMs?: number } = {}): RunResult => {
-  const result = spawnSync(process.execPath, [MAIN, ...args], {
+  const result = spawnSync(process.execPath, [...NODE_FLAGS, MAIN, ...args], {
     cwd: options.cwd ?? process.cwd(),
     encoding: "utf8",
     timeout: options.timeoutMs ?? 20_000
@@ -39,7 +48,7 @@ afterEach(async () => {
 
 /** Starts Portal in the background; stopped after each test. */
 export const startPortal = (args: ReadonlyArray<string>, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): PortalProcess => {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, MAIN, ...args], {
     cwd: options.cwd ?? process.cwd(),
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"]

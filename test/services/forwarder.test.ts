@@ -5,7 +5,8 @@
 import { createHash, randomBytes } from "node:crypto"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
-import { forward, forwardWithEvents } from "../../src/services/relay/forwarder.js"
+import { loadNativeAddon } from "../../src/services/native/addon.js"
+import { type DirectSend, forward, forwardWithEvents } from "../../src/services/relay/forwarder.js"
 import { waitFor } from "../helpers/wait.js"
 
 const sha = (data: Buffer) => createHash("sha256").update(data).digest("hex")
@@ -40,15 +41,18 @@ const collect = (socket: net.Socket) => {
 }
 
 describe("forwarder", () => {
-  it("small reads waiting behind a backed-up destination keep their bytes while other sessions read", async () => {
+  it.each([
+    ["sent straight to the kernel where nothing waits", true],
+    ["always copied and written (no addon)", false]
+  ])("small reads waiting behind a backed-up destination keep their bytes while other sessions read (%s)", async (_, directSend) => {
     // Session 1: its player does not read, so what Portal writes to it queues up in Node.
     const source1 = await socketPair()
     const destination1 = await socketPair()
     // Session 2: busy meanwhile, reading small packets into the same shared buffer.
     const source2 = await socketPair()
     const destination2 = await socketPair()
-    forward(source1.far, destination1.near)
-    forward(source2.far, destination2.near)
+    forward(source1.far, destination1.near, { directSend })
+    forward(source2.far, destination2.near, { directSend })
     const atPlayer1 = collect(destination1.far)
     const atPlayer2 = collect(destination2.far)
     destination1.far.pause()
@@ -78,6 +82,48 @@ describe("forwarder", () => {
     await waitFor(() => atPlayer1().length >= expected1.length || undefined, { timeoutMs: 15_000, what: "session 1's bytes" })
     expect(sha(atPlayer1())).toBe(sha(expected1))
     expect(sha(atPlayer2())).toBe(sha(expected2))
+  })
+
+  it("small packets to a destination with nothing queued bypass Node's writes, and are counted", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    const direction = forward(source.far, destination.near)
+    const atPlayer = collect(destination.far)
+    const packets = Array.from({ length: 50 }, (_, i) => randomBytes(100 + i))
+    for (const packet of packets) {
+      source.near.write(packet)
+      await sleep(2)
+    }
+    const expected = Buffer.concat(packets)
+    await waitFor(() => atPlayer().length >= expected.length || undefined, { what: "the packets" })
+    expect(sha(atPlayer())).toBe(sha(expected))
+    expect(direction.bytesRead).toBe(expected.length)
+    expect(direction.bytesHanded).toBe(expected.length)
+    // Node counts only what went through its own writes: none did.
+    expect(destination.near.bytesWritten).toBe(0)
+  })
+
+  it("when the kernel takes only part of a packet, the rest is queued behind it and nothing is lost or repeated", async () => {
+    const loaded = loadNativeAddon()
+    if (!("addon" in loaded)) return expect(loaded.reason).toBeTruthy()
+    const { addon } = loaded
+    let calls = 0
+    // The real send(2), asked for less than given, and now and then for nothing (as when the buffer is full).
+    const stingy: DirectSend = (fd, bytes, length) => (++calls % 5 === 0 ? 0 : addon.send(fd, bytes, Math.min(length, 37)))
+    const source = await socketPair()
+    const destination = await socketPair()
+    forward(source.far, destination.near, { directSend: stingy })
+    const atPlayer = collect(destination.far)
+    const packets = Array.from({ length: 80 }, (_, i) => randomBytes(50 + ((i * 37) % 400)))
+    for (const packet of packets) {
+      source.near.write(packet)
+      await sleep(1)
+    }
+    const expected = Buffer.concat(packets)
+    await waitFor(() => atPlayer().length >= expected.length || undefined, { what: "the packets" })
+    await sleep(50)
+    expect(sha(atPlayer())).toBe(sha(expected))
+    expect(calls).toBeGreaterThan(10)
   })
 
   it("a busy direction that waits on its destination pauses its source, and loses nothing", async () => {

@@ -8,7 +8,7 @@ import { join, resolve } from "node:path"
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { loadNativeAddon, type NativeAddon } from "../../src/services/native/addon.js"
-import { type SpliceSession, spliceSupport, startSplice } from "../../src/services/relay/zeroCopy.js"
+import { counterAt, SpliceCounter, type SpliceSession, spliceSupport, startSplice } from "../../src/services/relay/zeroCopy.js"
 import { waitFor } from "../helpers/wait.js"
 
 const MiB = 1024 * 1024
@@ -547,6 +547,18 @@ describe.skipIf(unavailable !== undefined)(
       await waitFor(() => session.stats().clientToBackend === 4, { what: "client bytes counted" })
       expect(session.stats().lastClientReadMs).toBeGreaterThanOrEqual(stalled.lastClientReadMs)
       stop()
+      // counters() is stats() without allocating, indexed by SpliceCounter (read twice: the relay thread moves on).
+      await waitFor(
+        () => {
+          const stats = session.stats()
+          const counters = session.counters()
+          const names = Object.keys(SpliceCounter) as Array<keyof typeof SpliceCounter>
+          return names.every((name) => counterAt(counters, name) === stats[name]) || undefined
+        },
+        { what: "counters() matching stats()" }
+      )
+      expect(counterAt(session.counters(), "clientToBackend")).toBe(4)
+      expect(counterAt(session.counters(), "pendingToClient")).toBeGreaterThan(0)
       client.resume()
       session.cancel()
       expect((await session.done).reason).toBe("cancelled")

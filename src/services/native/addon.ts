@@ -12,6 +12,10 @@ import type { SpliceResult, SpliceStats } from "../relay/zeroCopy.js"
 export interface NativeAddon {
   start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
   stats(handle: object): SpliceStats
+  /** stats() into a Float64Array of 6, in the order of `SpliceCounter`. */
+  statsInto(handle: object, out: Float64Array): void
+  /** One non-blocking send(2) of the first `length` bytes: how many the kernel took (0 when full), or -errno. */
+  send(fd: number, bytes: Uint8Array, length: number): number
   cancel(handle: object): void
   /** SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT; throws an Error with the errno name as `code`. */
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void

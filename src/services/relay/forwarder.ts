@@ -6,14 +6,17 @@
  * collector; with thousands of players sending small packets that is most of the relay's cost, and the collector's
  * pauses are the latency players notice. Here sockets read into memory Portal provides instead (Node's `onread`
  * mechanism, switched on after the handshake phase):
- * - A quiet direction reads into one buffer shared by every relay. What it writes is copied out first (a small
- *   copy into Node's buffer pool), because the next read of any socket reuses that buffer.
+ * - A quiet direction reads into one buffer shared by every relay. When nothing waits on the destination, the bytes
+ *   go to the kernel at once with one send(2) through the native addon: no copy, no write request, no callbacks.
+ *   Otherwise (or without the addon) they are copied out (a small copy into Node's buffer pool) and written, because
+ *   the next read of any socket reuses that buffer.
  * - A busy direction (a read that filled a large part of the shared buffer) gets a buffer of its own and writes
  *   straight from it. While such a write is still queued the source is paused, so a read never overwrites bytes
  *   that are waiting to leave. After a run of small reads it goes back to the shared buffer.
  * Where Node does not offer this (the internals are missing), the direction falls back to `data` events.
  */
 import type { Socket } from "node:net"
+import { loadNativeAddon } from "../native/addon.js"
 
 /** Shared by every quiet direction; only ever read into and copied out of, so never pinned by a pending write. */
 const SHARED_BYTES = 64 * 1024
@@ -52,6 +55,10 @@ interface UserBufferHandle {
 
 /** What a relay can do with one direction (methods: called on the direction). */
 export interface Direction {
+  /** Bytes taken from the source since forwarding began (with what Node had read before). */
+  readonly bytesRead: number
+  /** Bytes handed to the destination since forwarding began: sent, or queued on its socket. */
+  readonly bytesHanded: number
   /** From now on, bytes read from the source are dropped (its peer is gone), and reading continues. */
   readonly discard: () => void
   /** Stops forwarding for good (the relay is ending). */
@@ -61,29 +68,58 @@ export interface Direction {
 const noop = () => {}
 
 /** The `data`-event forwarder: Node's allocation per read, but no reliance on its internals. */
-export const forwardWithEvents = (from: Socket, to: Socket): Direction => {
-  const resume = () => from.resume()
-  const onData = (chunk: Buffer) => {
-    if (!to.write(chunk)) {
-      from.pause()
-      to.once("drain", resume)
+class EventDirection implements Direction {
+  bytesRead = 0
+  bytesHanded = 0
+  private readonly resume = () => this.from.resume()
+  private readonly onData = (chunk: Buffer) => {
+    this.bytesRead += chunk.length
+    this.bytesHanded += chunk.length
+    if (!this.to.write(chunk)) {
+      this.from.pause()
+      this.to.once("drain", this.resume)
     }
   }
-  const stop = () => {
-    from.off("data", onData)
-    to.off("drain", resume)
+
+  constructor(
+    private readonly from: Socket,
+    private readonly to: Socket
+  ) {
+    from.on("data", this.onData)
+    // A socket paused while its handshake was read stays paused when a listener is added: resume it.
+    from.resume()
   }
-  from.on("data", onData)
-  // A socket paused while its handshake was read stays paused when a listener is added: resume it.
-  from.resume()
-  return {
-    discard: () => {
-      stop()
-      from.on("data", noop)
-      from.resume()
-    },
-    stop
+
+  discard(): void {
+    this.stop()
+    this.from.on("data", noop)
+    this.from.resume()
   }
+
+  stop(): void {
+    this.from.off("data", this.onData)
+    this.to.off("drain", this.resume)
+  }
+}
+
+export const forwardWithEvents = (from: Socket, to: Socket): Direction => new EventDirection(from, to)
+
+/** send(2) of the addon, where it loaded: bytes the kernel took, or -errno. */
+export type DirectSend = (fd: number, bytes: Uint8Array, length: number) => number
+
+let directSend: DirectSend | null | undefined
+const directSender = (): DirectSend | undefined => {
+  if (directSend === undefined) {
+    const loaded = loadNativeAddon()
+    directSend = "addon" in loaded ? loaded.addon.send : null
+  }
+  return directSend ?? undefined
+}
+
+/** The descriptor of a socket's TCP handle, where it has one. */
+const socketFd = (socket: Socket): number | undefined => {
+  const fd = (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd
+  return typeof fd === "number" && fd >= 0 ? fd : undefined
 }
 
 /** Where a socket in user-buffer mode keeps its direction, for the read callback shared by every socket. */
@@ -110,6 +146,8 @@ function onUserBufferRead(this: Socket, length: number, buffer: Buffer): void {
  * player has two of these for as long as it stays, idle or not.
  */
 class UserBufferDirection implements Direction {
+  bytesRead = 0
+  bytesHanded = 0
   private mode: "forward" | "discard" | "stopped" = "forward"
   private own: Buffer | undefined = undefined
   private smallReads = 0
@@ -119,7 +157,10 @@ class UserBufferDirection implements Direction {
 
   constructor(
     private readonly from: Socket,
-    private readonly to: Socket
+    private readonly to: Socket,
+    /** Sends straight to `to`'s descriptor when nothing waits on it; undefined: always through `to.write`. */
+    private readonly send: DirectSend | undefined,
+    private readonly toFd: number
   ) {}
 
   readBuffer(): Buffer {
@@ -129,9 +170,10 @@ class UserBufferDirection implements Direction {
   onRead(length: number, buffer: Buffer): void {
     if (this.mode !== "forward") return
     const { from, to } = this
+    this.bytesRead += length
+    this.bytesHanded += length
     if (buffer !== this.own) {
-      // The shared buffer: copy out, since any socket's next read overwrites it.
-      to.write(Buffer.from(buffer.subarray(0, length)))
+      this.handOver(buffer, length)
       if (length >= BUSY_READ_BYTES) {
         this.own = Buffer.allocUnsafe(OWN_BYTES)
         this.smallReads = 0
@@ -152,6 +194,21 @@ class UserBufferDirection implements Direction {
     }
     if (length >= BUSY_READ_BYTES) this.smallReads = 0
     else if (++this.smallReads >= QUIET_READS) this.own = undefined
+  }
+
+  /** Bytes in the shared buffer: to the kernel now if nothing waits before them, the rest copied and queued. */
+  private handOver(buffer: Buffer, length: number): void {
+    const { to, send } = this
+    let sent = 0
+    // Nothing queued in Node means nothing queued in libuv either, so a send here keeps the order of the bytes. A
+    // destroyed socket's descriptor number may already belong to another connection: never send to it.
+    if (send !== undefined && to.writableLength === 0 && !to.destroyed && !to.writableEnded) {
+      sent = send(this.toFd, buffer, length)
+      if (sent === length) return
+      // An error (negative): the write below meets it too, and Node reports it as for any write.
+      if (sent < 0) sent = 0
+    }
+    to.write(Buffer.from(buffer.subarray(sent, length)))
   }
 
   /** Resumes the source if it waits (for a drain or for a write's callback, whichever it waits for). */
@@ -183,18 +240,33 @@ class UserBufferDirection implements Direction {
   }
 }
 
+export interface ForwardOptions {
+  /**
+   * Whether small packets may be sent straight to `to`'s descriptor (default: where the addon loaded), or the send
+   * to use (tests make the kernel take less than asked).
+   */
+  readonly directSend?: boolean | DirectSend
+}
+
 /**
  * Starts forwarding `from` to `to`. Bytes `from` already read but nobody consumed (Node's readable buffer) go
  * first. `from` must not be read by anyone else from now on.
  */
-export const forward = (from: Socket, to: Socket): Direction => {
+export const forward = (from: Socket, to: Socket, options: ForwardOptions = {}): Direction => {
   const handle = (from as unknown as { _handle?: UserBufferHandle | null })._handle
   const found = onReadSlots(from)
   if (found === undefined || handle?.useUserBuffer === undefined) return forwardWithEvents(from, to)
 
+  const toFd = socketFd(to)
+  const { directSend: choice = true } = options
+  const send = choice === false || toFd === undefined ? undefined : choice === true ? directSender() : choice
+  const direction = new UserBufferDirection(from, to, send, toFd ?? -1)
   // What Node read before the switch comes first.
-  for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) to.write(chunk)
-  const direction = new UserBufferDirection(from, to)
+  for (let chunk = from.read() as Buffer | null; chunk !== null; chunk = from.read() as Buffer | null) {
+    direction.bytesRead += chunk.length
+    direction.bytesHanded += chunk.length
+    to.write(chunk)
+  }
   const target = from as unknown as Record<symbol, unknown>
   target[DIRECTION] = direction
   target[found.buffer] = sharedBuffer()

@@ -27,9 +27,24 @@ export interface SpliceResult extends SpliceStats {
   readonly error?: string
 }
 
+/** Where each counter sits in what `SpliceSession.counters()` returns. */
+export const SpliceCounter = {
+  clientToBackend: 0,
+  backendToClient: 1,
+  lastClientReadMs: 2,
+  lastBackendReadMs: 3,
+  pendingToClient: 4,
+  pendingToBackend: 5
+} as const
+
 export interface SpliceSession {
   readonly done: Promise<SpliceResult>
   stats(): SpliceStats
+  /**
+   * The same counters in an array indexed by `SpliceCounter`, without allocating: the array is shared by every
+   * session and valid until the next call.
+   */
+  counters(): Float64Array
   /** Stops relaying; `done` resolves with reason "cancelled". Idempotent. */
   cancel(): void
 }
@@ -66,6 +81,20 @@ const socketFd = (socket: Socket, side: string): number => {
 }
 
 const noRead = () => {}
+
+/** One counter of what `SpliceSession.counters()` returned. */
+export const counterAt = (counters: Float64Array, name: keyof typeof SpliceCounter): number => counters[SpliceCounter[name]] ?? 0
+
+const sharedCounters = new Float64Array(6)
+const fillCounters = (stats: SpliceStats): Float64Array => {
+  sharedCounters[SpliceCounter.clientToBackend] = stats.clientToBackend
+  sharedCounters[SpliceCounter.backendToClient] = stats.backendToClient
+  sharedCounters[SpliceCounter.lastClientReadMs] = stats.lastClientReadMs
+  sharedCounters[SpliceCounter.lastBackendReadMs] = stats.lastBackendReadMs
+  sharedCounters[SpliceCounter.pendingToClient] = stats.pendingToClient
+  sharedCounters[SpliceCounter.pendingToBackend] = stats.pendingToBackend
+  return sharedCounters
+}
 
 /** Stops Node reading the socket for good and returns the bytes it had already buffered. */
 const takeOver = (socket: Socket): Buffer => {
@@ -202,6 +231,13 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
   return {
     done,
     stats: () => final ?? (handle === undefined ? early : withEarly(native.stats(handle))),
+    counters: () => {
+      if (final !== undefined || handle === undefined) return fillCounters(final ?? early)
+      native.statsInto(handle, sharedCounters)
+      sharedCounters[SpliceCounter.clientToBackend] = counterAt(sharedCounters, "clientToBackend") + early.clientToBackend
+      sharedCounters[SpliceCounter.backendToClient] = counterAt(sharedCounters, "backendToClient") + early.backendToClient
+      return sharedCounters
+    },
     cancel
   }
 }
