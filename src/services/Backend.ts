@@ -59,6 +59,12 @@ export const keepaliveParams = (global: GlobalConfig): KeepaliveParams => ({
 export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig): Duration.Duration =>
   server.config.timeouts.connect ?? global.connect_timeout
 
+/**
+ * The permanent error listener of a connected backend socket. Defined out here because a function made inside
+ * `dial` would keep dial's whole closure alive, with the connection's finished fiber, for as long as the player stays.
+ */
+const ignoreError = (): void => {}
+
 export class Backend extends Effect.Service<Backend>()("portal/Backend", {
   effect: Effect.gen(function* () {
     const balancer = yield* Balancer
@@ -101,7 +107,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
           const onError = (error: Error) => failed(describeError(error))
           const onConnect = () => {
             settle()
-            current.on("error", () => {}) // errors surface through the relay
+            current.on("error", ignoreError) // errors surface through the relay
             applyKeepalive(current, keepaliveParams(global))
             balancer.succeededAt(server.id, address, clock.unsafeCurrentTimeMillis())
             socket = undefined

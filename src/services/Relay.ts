@@ -220,9 +220,10 @@ const startPassthrough = (
     timeouts,
     (end) => finish(end)
   )
-  client.once("end", onClientEnd)
-  backend.once("end", onBackendEnd)
-  for (const socket of [client, backend]) socket.on("error", onError).once("close", onClose)
+  // `on`, not `once`: each fires once anyway, and `once` adds a wrapper and its state per listener per player.
+  client.on("end", onClientEnd)
+  backend.on("end", onBackendEnd)
+  for (const socket of [client, backend]) socket.on("error", onError).on("close", onClose)
   return {
     stop: () => finish("interrupted"),
     // Node counts what it read and what went through its writes; the relay's direct sends are counted by `down`.

@@ -33,7 +33,7 @@ import { Forwarding, forwardingModeOf } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
 import { IpFilter } from "./IpFilter.js"
 import { RateLimiter } from "./RateLimiter.js"
-import { type ByteMeter, Relay, relayTimeouts } from "./Relay.js"
+import { type ByteMeter, Relay, type RelayOutcome, relayTimeouts } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
 import { MESSAGES } from "./session/messages.js"
@@ -432,8 +432,6 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         const via = formatHostPort(address)
         if (infoLogged) yield* Effect.logInfo(`${who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`)
         // From here the relay owns both sockets and the leases, and this fiber ends.
-        const started = Date.now()
-        const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
         const meters: { current: ByteMeter | undefined } = { current: undefined }
         connection.relayed = true
         const meter = relay.startNow({
@@ -441,23 +439,40 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           backend: backendSocket,
           timeouts: relayTimeouts(server.config.timeouts.read, server.config.timeouts.write),
           zeroCopy,
-          onEnd: (outcome) => {
-            for (const release of releases) release()
-            if (!infoLogged) return
-            const bytesIn = meters.current?.bytesIn() ?? 0
-            const bytesOut = meters.current?.bytesOut() ?? 0
-            runDetached(
-              Effect.logInfo(
-                `${who} left ${server.id} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
-                  `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
-                  `in ${formatBytes(bytesIn)}, out ${formatBytes(bytesOut)})`
-              ).pipe(Effect.annotateLogs(annotations))
-            )
-          }
+          onEnd: relayEnded(who, server.id, { conn: connection.id, ip: peer.clientIp, server: server.id }, releases, meters)
         })
         meters.current = meter
         lease.attachBackend(via, meter)
       })
+
+    /**
+     * What runs when a player's relay ends: gives the leases back and logs the "left" line. Made out here, from
+     * just what it needs, because a function made inside the login would keep everything the login held (its
+     * reader and buffers, the peer, the handshake) for as long as the player stays.
+     */
+    const relayEnded =
+      (
+        who: string,
+        serverId: string,
+        annotations: Record<string, unknown>,
+        releases: ReadonlyArray<() => void>,
+        meters: { readonly current: ByteMeter | undefined }
+      ) => {
+        const started = Date.now()
+        return (outcome: RelayOutcome): void => {
+          for (const release of releases) release()
+          if (!infoLogged) return
+          const bytesIn = meters.current?.bytesIn() ?? 0
+          const bytesOut = meters.current?.bytesOut() ?? 0
+          runDetached(
+            Effect.logInfo(
+              `${who} left ${serverId} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
+                `(${outcome.end.replace("_", " ")}${outcome.error !== undefined ? `: ${outcome.error}` : ""}; ` +
+                `in ${formatBytes(bytesIn)}, out ${formatBytes(bytesOut)})`
+            ).pipe(Effect.annotateLogs(annotations))
+          )
+        }
+      }
 
     /**
      * The state a ping shows: the server manager's, and for a server that should be online but whose every address
