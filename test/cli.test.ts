@@ -66,6 +66,21 @@ describe("running", () => {
     }
   })
 
+  it("keeps serving when its standard output goes away (EPIPE), and says so on standard error", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`)
+    const portal = startPortal(["--config", dir.configFile])
+    await portal.waitForOutput(/loaded/)
+    portal.child.stdout!.destroy()
+    // Each reload logs lines into the closed pipe.
+    for (let i = 0; i < 3; i++) {
+      portal.child.kill("SIGHUP")
+      await new Promise((resolve) => setTimeout(resolve, 300))
+    }
+    await portal.waitForOutput(/standard output failed \(EPIPE\); log lines are dropped from now on/)
+    expect(portal.child.exitCode).toBeNull()
+    expect(await portal.stop("SIGTERM")).toBe(0)
+  })
+
   it("JSON logs are one object per line", async () => {
     const dir = makeConfigDir(`bind = "127.0.0.1:0"`)
     const portal = startPortal(["--config", dir.configFile, "--log-format", "json"])

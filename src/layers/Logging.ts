@@ -35,6 +35,25 @@ const COLORS: Record<string, string> = {
   FATAL: "\x1b[35m"
 }
 
+/**
+ * Writes one log line to standard output. If the output fails (the pipe's reader went away: EPIPE), log lines are
+ * dropped from then on and the proxy keeps serving; without an error listener Node would end the process.
+ */
+let outputFailed = false
+let guarded = false
+const writeLine = (line: string): void => {
+  if (!guarded) {
+    guarded = true
+    process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+      if (outputFailed) return
+      outputFailed = true
+      process.stderr.write(`portal: standard output failed (${error.code ?? error.message}); log lines are dropped from now on\n`)
+    })
+    process.stderr.on("error", () => {})
+  }
+  if (!outputFailed) process.stdout.write(line)
+}
+
 export const prettyLogger = (colors: boolean) =>
   Logger.make(({ annotations, cause, date, logLevel, message, spans }) => {
     const level = logLevel.label
@@ -43,7 +62,7 @@ export const prettyLogger = (colors: boolean) =>
     for (const [key, value] of HashMap.toEntries(annotations)) line += ` ${key}=${quoteIfNeeded(value)}`
     for (const span of List.toArray(spans)) line += ` ${span.label}=${date.getTime() - span.startTime}ms`
     if (!Cause.isEmpty(cause)) line += `\n${Cause.pretty(cause, { renderErrorCause: true })}`
-    process.stdout.write(`${line}\n`)
+    writeLine(`${line}\n`)
   })
 
 export const jsonLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
@@ -54,7 +73,7 @@ export const jsonLogger = Logger.make(({ annotations, cause, date, logLevel, mes
   }
   for (const [key, value] of HashMap.toEntries(annotations)) record[key] = value
   if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
-  process.stdout.write(`${JSON.stringify(record)}\n`)
+  writeLine(`${JSON.stringify(record)}\n`)
 })
 
 /** Replaces Effect's default logger and sets the minimum level. */
