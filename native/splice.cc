@@ -238,7 +238,8 @@ struct SessionRef {
   Session* take() { return std::exchange(session, nullptr); }
 };
 
-// A non-blocking close-on-exec dup of a socket fd, or -1 with `error` set.
+// A non-blocking close-on-exec dup of a socket fd, or -1 with `error` set. The dup shares the file status flags:
+// Node's sockets are non-blocking already, so O_NONBLOCK is set only when it is missing.
 int dupSocket(int fd, std::string& error) {
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
@@ -247,7 +248,7 @@ int dupSocket(int fd, std::string& error) {
   }
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   int flags = copy < 0 ? -1 : fcntl(copy, F_GETFL);
-  if (flags < 0 || fcntl(copy, F_SETFL, flags | O_NONBLOCK) != 0) {
+  if (flags < 0 || ((flags & O_NONBLOCK) == 0 && fcntl(copy, F_SETFL, flags | O_NONBLOCK) != 0)) {
     error = std::string("cannot duplicate fd ") + std::to_string(fd) + ": " + strerror(errno);
     closeFd(copy);
     return -1;
@@ -296,7 +297,14 @@ class Relay {
     return relay;
   }
 
-  void add(Session* session) { submit({session, 0, nullptr}); }
+  // Queues a new session; it is adopted at the next wake(), so that the sessions a caller starts in one go cost the
+  // relay thread one wake-up (on a busy core each wake-up may be a thread switch).
+  void add(Session* session) { submit({session, 0, nullptr}, false); }
+  void wake() {
+    uint64_t one = 1;
+    ssize_t ignored = write(wake_, &one, sizeof one);  // can only fail when the counter is already non-zero
+    (void)ignored;
+  }
   void cancel(uint64_t id) { submit({nullptr, id, nullptr}); }
   void cancelAll(Instance* instance) {
     instance->retain();
@@ -350,14 +358,12 @@ class Relay {
     return nullptr;
   }
 
-  void submit(Command command) {
+  void submit(Command command, bool wakeNow = true) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       commands_.push_back(command);
     }
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_, &one, sizeof one);  // can only fail when the counter is already non-zero
-    (void)ignored;
+    if (wakeNow) wake();
   }
 
   void run() {
@@ -867,7 +873,8 @@ bool ensureCallback(napi_env env, Instance& instance) {
   return true;
 }
 
-// start(clientFd, backendFd, onDone(result)) -> handle. Dups the fds: the caller keeps its own.
+// start(clientFd, backendFd, onDone(result)) -> handle. Dups the fds: the caller keeps its own. The relay adopts the
+// session at the next wake().
 napi_value Start(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value args[3];
@@ -923,6 +930,12 @@ napi_value Start(napi_env env, napi_callback_info info) {
 napi_value Stats(napi_env env, napi_callback_info info) {
   Session* session = sessionOf(env, info);
   return session == nullptr ? nullptr : statsObject(env, session->counters());
+}
+
+// wake(): lets the relay thread adopt the sessions start() queued since the last wake().
+napi_value Wake(napi_env, napi_callback_info) {
+  if (Relay* relay = Relay::get()) relay->wake();
+  return nullptr;
 }
 
 // statsInto(handle, out): the counters of stats() written into a Float64Array of at least 6 elements, in the order
@@ -1093,6 +1106,7 @@ NAPI_MODULE_INIT() {
       {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, instance},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"wake", nullptr, Wake, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"statsInto", nullptr, StatsInto, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

@@ -4,7 +4,7 @@
  * only when the addon was built at install; `spliceSupport()` tells whether it can be used.
  */
 import type { Socket } from "node:net"
-import { loadNativeAddon } from "../native/addon.js"
+import { loadNativeAddon, type NativeAddon } from "../native/addon.js"
 
 export interface SpliceStats {
   /** Bytes relayed so far client -> backend. */
@@ -84,6 +84,20 @@ const noRead = () => {}
 
 /** One counter of what `SpliceSession.counters()` returned. */
 export const counterAt = (counters: Float64Array, name: keyof typeof SpliceCounter): number => counters[SpliceCounter[name]] ?? 0
+
+let wakeScheduled = false
+/**
+ * The relay thread adopts new sessions when woken: once per turn of the event loop, after every session this turn
+ * started, rather than once per session (on a busy core each wake-up can cost a thread switch).
+ */
+const wakeRelaySoon = (native: NativeAddon): void => {
+  if (wakeScheduled) return
+  wakeScheduled = true
+  setImmediate(() => {
+    wakeScheduled = false
+    native.wake()
+  })
+}
 
 const sharedCounters = new Float64Array(6)
 const fillCounters = (stats: SpliceStats): Float64Array => {
@@ -222,6 +236,7 @@ export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
       return finishEarly(closed === client ? "client_closed" : "backend_closed", errorOf(closed))
     try {
       handle = native.start(clientFd, backendFd, (result) => finish(withEarly(result)))
+      wakeRelaySoon(native)
     } catch (error) {
       finishEarly("error", error instanceof Error ? error.message : String(error))
     }
