@@ -115,11 +115,6 @@ export class RelayWatchdog {
     }
   }
 
-  /** Checks every session at once. */
-  sweep(now: number): void {
-    for (const entry of this.watched) this.check(entry, now)
-  }
-
   private check(entry: Watched, now: number): void {
     const { sample } = this
     entry.progress.sample(sample)

@@ -157,6 +157,9 @@ describe("forwarder", () => {
     await waitFor(() => source.far.bytesRead >= readBefore + 100_000 || undefined, { what: "the dropped bytes read" })
     await sleep(50)
     expect(atPlayer()).toEqual(before)
+    // Dropped bytes still count as read (the watchdog sees a backend that talks), not as handed on.
+    await waitFor(() => direction.bytesRead >= before.length + 100_000 || undefined, { what: "the dropped bytes counted" })
+    expect(direction.bytesHanded).toBe(before.length)
   })
 
   // Where Node lacks the user-buffer internals, directions fall back to data events: the same guarantees.
@@ -190,5 +193,8 @@ describe("forwarder", () => {
     await waitFor(() => source.far.bytesRead >= readBefore + 100_000 || undefined, { what: "the dropped bytes read" })
     await sleep(50)
     expect(atPlayer()).toEqual(before)
+    // Dropped bytes still count as read (the watchdog sees a backend that talks), not as handed on.
+    await waitFor(() => direction.bytesRead >= before.length + 100_000 || undefined, { what: "the dropped bytes counted" })
+    expect(direction.bytesHanded).toBe(before.length)
   })
 })

@@ -55,7 +55,7 @@ interface UserBufferHandle {
 
 /** What a relay can do with one direction (methods: called on the direction). */
 export interface Direction {
-  /** Bytes taken from the source since forwarding began (with what Node had read before). */
+  /** Bytes taken from the source since forwarding began (with what Node had read before), discarded ones too. */
   readonly bytesRead: number
   /** Bytes handed to the destination since forwarding began: sent, or queued on its socket. */
   readonly bytesHanded: number
@@ -64,8 +64,6 @@ export interface Direction {
   /** Stops forwarding for good (the relay is ending). */
   readonly stop: () => void
 }
-
-const noop = () => {}
 
 /** The `data`-event forwarder: Node's allocation per read, but no reliance on its internals. */
 class EventDirection implements Direction {
@@ -92,8 +90,12 @@ class EventDirection implements Direction {
 
   discard(): void {
     this.stop()
-    this.from.on("data", noop)
+    this.from.on("data", this.onDiscarded)
     this.from.resume()
+  }
+
+  private readonly onDiscarded = (chunk: Buffer) => {
+    this.bytesRead += chunk.length
   }
 
   stop(): void {
@@ -168,9 +170,9 @@ class UserBufferDirection implements Direction {
   }
 
   onRead(length: number, buffer: Buffer): void {
+    this.bytesRead += length
     if (this.mode !== "forward") return
     const { from, to } = this
-    this.bytesRead += length
     this.bytesHanded += length
     if (buffer !== this.own) {
       this.handOver(buffer, length)
