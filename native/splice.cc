@@ -75,7 +75,8 @@ constexpr size_t kMaxIdlePipes = 64;
 constexpr int64_t kPipeRetryMs = 100;
 constexpr int kClient = 0;
 constexpr int kBackend = 1;
-// epoll data of the wake-up eventfd; session ids start at 1.
+// epoll data of the wake-up eventfd; session ids start at 1, and a socket's epoll data is its session id times two
+// plus its side.
 constexpr uint64_t kWakeId = 0;
 constexpr napi_type_tag kHandleTag = {0x7a8f3c1d2e4b5a69ULL, 0x91c2d3e4f5a6b7c8ULL};
 
@@ -187,6 +188,11 @@ struct Session {
   Input input[2] = {Input::Forward, Input::Forward};
   bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
   bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
+  // By socket side: what epoll last reported and no call has since found untrue. Edge-triggered epoll reports a
+  // change once, so a side is tried only after an event and until a call would block: no system call that can only
+  // say EAGAIN. Both start false: adding a socket to epoll reports what it is ready for at once.
+  bool readable[2] = {false, false};
+  bool writable[2] = {false, false};
   bool closing = false;
   bool waitingForPipe = false;  // on the relay's list of sessions with a direction that could not get a pipe
   Reason reason = Reason::Error;
@@ -371,9 +377,9 @@ class Relay {
     for (;;) {
       int count = epoll_wait(epoll_, events, 256, timeoutMs());
       for (int i = 0; i < count; ++i) {
-        uint64_t id = events[i].data.u64;
-        if (id == kWakeId) takeCommands();
-        else pump(id);
+        uint64_t data = events[i].data.u64;
+        if (data == kWakeId) takeCommands();
+        else ready(data >> 1, int(data & 1), events[i].events);
       }
       std::vector<uint64_t> again;
       again.swap(again_);
@@ -418,20 +424,30 @@ class Relay {
     }
   }
 
+  // Registers both sockets; the events that adding them reports start the session.
   void adopt(Session* adopted) {
     Session& session = *adopted;
     uint64_t id = session.id;
     sessions_.emplace(id, adopted);
-    for (int fd : session.socket) {
+    for (int side : {kClient, kBackend}) {
       epoll_event event{};
-      event.events = EPOLLIN | EPOLLOUT | EPOLLET;
-      event.data.u64 = id;
-      if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0) {
+      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      event.data.u64 = id << 1 | uint64_t(side);
+      if (epoll_ctl(epoll_, EPOLL_CTL_ADD, session.socket[side], &event) != 0) {
         for (Input& input : session.input) input = Input::Done;
         beginClosing(session, Reason::Error, errno, 0);
-        break;
+        return pump(id);
       }
     }
+  }
+
+  // An epoll event for one side of a session: note what it is ready for, then move bytes.
+  void ready(uint64_t id, int side, uint32_t events) {
+    auto found = sessions_.find(id);
+    if (found == sessions_.end()) return;  // finished; Node may not have closed its socket yet
+    Session& session = *found->second;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) session.readable[side] = true;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) session.writable[side] = true;
     pump(id);
   }
 
@@ -475,6 +491,7 @@ class Relay {
 
   // Source socket -> its pipe, borrowed for the occasion. Returns whether anything changed.
   bool fill(Session& session, int side) {
+    if (!session.readable[side]) return false;
     if (session.pipe[side][1] < 0 && !lendPipe(session, side)) return starve(session, side);
     ssize_t n = splice(session.socket[side], nullptr, session.pipe[side][1], nullptr, kSpliceMax, kSpliceFlags);
     if (n > 0) {
@@ -486,7 +503,11 @@ class Relay {
     int error = n < 0 ? errno : 0;
     // Nothing came, so an empty pipe goes back at once: the other direction or another session may need it.
     returnPipe(session, side);
-    if (error == EAGAIN) return false;
+    if (error == EAGAIN) {
+      // Into an empty pipe, EAGAIN says the socket is empty; into one holding bytes it may say the pipe is full.
+      if (session.pending[side].load(std::memory_order_relaxed) == 0) session.readable[side] = false;
+      return false;
+    }
     if (error == EINTR) return true;
     ended(session, side, error);
     return true;
@@ -531,7 +552,7 @@ class Relay {
   bool starve(Session& session, int side) {
     char byte;
     ssize_t n = recv(session.socket[side], &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && errno == EAGAIN) return false;  // nothing to read: the next input wakes the session up again
+    if (n < 0 && errno == EAGAIN) return session.readable[side] = false;  // the next input wakes the session up
     if (n == 0 || (n < 0 && errno != EINTR)) {
       ended(session, side, n == 0 ? 0 : errno);
       return true;
@@ -572,9 +593,10 @@ class Relay {
 
   // Source socket -> nowhere, neither counted nor copied. Returns whether anything changed.
   bool discard(Session& session, int side) {
+    if (!session.readable[side]) return false;
     ssize_t n = recv(session.socket[side], discarded_, kDiscardChunk, MSG_TRUNC | MSG_DONTWAIT);
     if (n > 0) return true;
-    if (n < 0 && errno == EAGAIN) return false;
+    if (n < 0 && errno == EAGAIN) return session.readable[side] = false;
     if (n < 0 && errno == EINTR) return true;
     ended(session, side, n == 0 ? 0 : errno);
     return true;
@@ -585,14 +607,14 @@ class Relay {
     int destination = 1 - side;
     std::atomic<uint64_t>& pending = session.pending[side];
     size_t length = pending.load(std::memory_order_relaxed);
-    if (length == 0 || session.cantWrite[destination]) return false;
+    if (length == 0 || session.cantWrite[destination] || !session.writable[destination]) return false;
     ssize_t n = splice(session.pipe[side][0], nullptr, session.socket[destination], nullptr, length, kSpliceFlags);
     if (n > 0) {
       pending.fetch_sub(n, std::memory_order_relaxed);
       returnPipe(session, side);  // if that emptied it
       return true;
     }
-    if (n < 0 && errno == EAGAIN) return false;
+    if (n < 0 && errno == EAGAIN) return session.writable[destination] = false;
     if (n < 0 && errno == EINTR) return true;
     session.cantWrite[destination] = true;
     ended(session, destination, n == 0 ? EPIPE : errno);
@@ -673,8 +695,8 @@ class Relay {
     Session* session = found->second;
     sessions_.erase(found);
     closing_.erase(id);
-    // Node still holds the same sockets, so closing our dups alone would leave them registered here.
-    for (int fd : session->socket) epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    // Node still holds the same sockets, so closing the dups leaves them registered here until Node closes them
+    // (right after it hears of the end): their events name a session that is gone and are ignored.
     // Sides still writable (a cancel, the healthy side after an error, an expired deadline) get FIN after what they
     // accepted, rather than whatever closing the last fd would send.
     for (int side : {kClient, kBackend}) shutdownWrite(*session, side);
