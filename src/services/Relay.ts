@@ -235,9 +235,13 @@ const startZeroCopy = (
   // Bytes Node read but did not deliver yet are moved (and counted) by the addon: count them once.
   const inBefore = client.bytesRead - client.readableLength
   const outBefore = client.bytesWritten
-  const session = startSplice(client, backend)
-  let final: SpliceResult | undefined
   let timedOut: RelayEnd | undefined
+  // Runs once, after both sockets are destroyed; never during startSplice itself.
+  const session = startSplice(client, backend, (result) => {
+    watchdog.delete(watched)
+    const end = timedOut ?? spliceEnd(result)
+    finished(result.error !== undefined && timedOut === undefined ? { end, error: result.error } : { end })
+  })
   const watched = watchdog.add(
     {
       // The addon reports the time of the last read, not a count: a value that moves with it is enough.
@@ -254,17 +258,12 @@ const startZeroCopy = (
       session.cancel()
     }
   )
-  void session.done.then((result) => {
-    final = result
-    watchdog.delete(watched)
-    const end = timedOut ?? spliceEnd(result)
-    finished(result.error !== undefined && timedOut === undefined ? { end, error: result.error } : { end })
-  })
   return {
     stop: () => session.cancel(),
+    // Once the session has ended, stats() holds its final counts.
     meter: {
-      bytesIn: () => inBefore + (final ?? session.stats()).clientToBackend,
-      bytesOut: () => outBefore + (final ?? session.stats()).backendToClient
+      bytesIn: () => inBefore + session.stats().clientToBackend,
+      bytesOut: () => outBefore + session.stats().backendToClient
     }
   }
 }

@@ -38,6 +38,7 @@ export const SpliceCounter = {
 } as const
 
 export interface SpliceSession {
+  /** Settles when the session has ended (after `onDone` of startSplice). */
   readonly done: Promise<SpliceResult>
   stats(): SpliceStats
   /**
@@ -136,22 +137,172 @@ const forward = (bytes: Buffer, socket: Socket): number => {
 const isFlushed = (socket: Socket): boolean =>
   socket.destroyed || socket.writableFinished || (socket.writableLength === 0 && !socket.writableEnded)
 
-/** Resolves once everything written to `socket` so far has reached the kernel, or it can take nothing more. */
-const flushed = (socket: Socket): Promise<void> =>
-  new Promise((resolve) => {
-    if (isFlushed(socket)) return resolve()
-    const settle = () => {
-      socket.off("close", settle)
-      socket.off("finish", settle)
-      resolve()
-    }
-    socket.once("close", settle)
-    if (socket.writableEnded) socket.once("finish", settle)
-    // Write callbacks run in order: this one once every earlier write is done (or failed).
-    else socket.write(Buffer.alloc(0), settle)
-  })
+/** Calls `then` once everything written to `socket` so far has reached the kernel, or it can take nothing more. */
+const whenFlushed = (socket: Socket, then: () => void): void => {
+  const settle = () => {
+    socket.off("close", settle)
+    socket.off("finish", settle)
+    then()
+  }
+  socket.once("close", settle)
+  if (socket.writableEnded) socket.once("finish", settle)
+  // Write callbacks run in order: this one once every earlier write is done (or failed).
+  else socket.write(Buffer.alloc(0), settle)
+}
 
 const errorText = (error: Error): string => (error as NodeJS.ErrnoException).code ?? error.message
+
+/** Where a spliced socket keeps its session, for the listeners shared by every socket. */
+const SESSION = Symbol("portal.spliceSession")
+type SplicedSocket = Socket & { [SESSION]?: SpliceRelaySession }
+
+/** Sessions whose sockets are flushed, started together from one microtask after the code that handed them over. */
+let beginning: Array<SpliceRelaySession> = []
+const beginAll = (): void => {
+  const due = beginning
+  beginning = []
+  for (const session of due) session.begin()
+}
+const beginSoon = (session: SpliceRelaySession): void => {
+  if (beginning.push(session) === 1) queueMicrotask(beginAll)
+}
+
+/** The first error of a spliced socket, kept for the report. Without a listener an error would end the process. */
+function onSplicedError(this: SplicedSocket, error: Error): void {
+  this[SESSION]?.noteError(this, error)
+}
+
+/** A spliced socket closed from Portal's side (destroyed): the session ends. */
+function onSplicedClose(this: SplicedSocket): void {
+  this[SESSION]?.closed(this)
+}
+
+/**
+ * One zero_copy session. A class with listeners shared by every socket rather than closures: every relayed player
+ * has one for as long as it stays.
+ */
+class SpliceRelaySession implements SpliceSession {
+  private handle: object | undefined = undefined
+  private final: SpliceResult | undefined = undefined
+  private clientError: string | undefined = undefined
+  private backendError: string | undefined = undefined
+  private donePromise: Promise<SpliceResult> | undefined = undefined
+  private resolveDone: ((result: SpliceResult) => void) | undefined = undefined
+  private flushing = 0
+  private readonly early: SpliceStats
+
+  constructor(
+    private readonly native: NativeAddon,
+    private readonly client: SplicedSocket,
+    private readonly backend: SplicedSocket,
+    private readonly clientFd: number,
+    private readonly backendFd: number,
+    private readonly onDone: ((result: SpliceResult) => void) | undefined
+  ) {
+    const handoffMs = Date.now()
+    this.early = {
+      clientToBackend: forward(takeOver(client), backend),
+      backendToClient: forward(takeOver(backend), client),
+      lastClientReadMs: handoffMs,
+      lastBackendReadMs: handoffMs,
+      pendingToClient: 0,
+      pendingToBackend: 0
+    }
+    for (const socket of [client, backend]) {
+      socket[SESSION] = this
+      socket.on("error", onSplicedError).on("close", onSplicedClose)
+    }
+    const unflushed = [client, backend].filter((socket) => !isFlushed(socket))
+    if (unflushed.length === 0) {
+      beginSoon(this)
+      return
+    }
+    this.flushing = unflushed.length
+    const flushedOne = () => {
+      if (--this.flushing === 0) this.begin()
+    }
+    for (const socket of unflushed) whenFlushed(socket, flushedOne)
+  }
+
+  get done(): Promise<SpliceResult> {
+    if (this.donePromise === undefined) {
+      const final = this.final
+      this.donePromise =
+        final !== undefined ? Promise.resolve(final) : new Promise<SpliceResult>((resolve) => (this.resolveDone = resolve))
+    }
+    return this.donePromise
+  }
+
+  /** Native counters start at zero: the bytes moved during the handoff count too. */
+  private withEarly<A extends SpliceStats>(stats: A): A {
+    return {
+      ...stats,
+      clientToBackend: stats.clientToBackend + this.early.clientToBackend,
+      backendToClient: stats.backendToClient + this.early.backendToClient
+    }
+  }
+
+  stats(): SpliceStats {
+    return this.final ?? (this.handle === undefined ? this.early : this.withEarly(this.native.stats(this.handle)))
+  }
+
+  counters(): Float64Array {
+    if (this.final !== undefined || this.handle === undefined) return fillCounters(this.final ?? this.early)
+    this.native.statsInto(this.handle, sharedCounters)
+    sharedCounters[SpliceCounter.clientToBackend] = counterAt(sharedCounters, "clientToBackend") + this.early.clientToBackend
+    sharedCounters[SpliceCounter.backendToClient] = counterAt(sharedCounters, "backendToClient") + this.early.backendToClient
+    return sharedCounters
+  }
+
+  cancel(): void {
+    if (this.final !== undefined) return
+    if (this.handle === undefined) return this.finishEarly("cancelled", undefined)
+    this.native.cancel(this.handle)
+  }
+
+  noteError(socket: Socket, error: Error): void {
+    if (socket === this.client) this.clientError ??= errorText(error)
+    else this.backendError ??= errorText(error)
+  }
+
+  closed(socket: Socket): void {
+    if (this.final !== undefined) return
+    if (this.handle !== undefined) this.native.cancel(this.handle)
+    else this.finishEarly(socket === this.client ? "client_closed" : "backend_closed", this.errorOf(socket))
+  }
+
+  /** Hands both sockets to the relay thread, once everything written to them before has left. */
+  begin(): void {
+    if (this.final !== undefined) return
+    const { client, backend } = this
+    const closed = client.destroyed ? client : backend.destroyed ? backend : undefined
+    if (closed !== undefined)
+      return this.finishEarly(closed === client ? "client_closed" : "backend_closed", this.errorOf(closed))
+    try {
+      this.handle = this.native.start(this.clientFd, this.backendFd, (result) => this.finish(this.withEarly(result)))
+      wakeRelaySoon(this.native)
+    } catch (error) {
+      this.finishEarly("error", error instanceof Error ? error.message : String(error))
+    }
+  }
+
+  private errorOf(socket: Socket): string | undefined {
+    return socket === this.client ? this.clientError : this.backendError
+  }
+
+  private finishEarly(reason: SpliceResult["reason"], error: string | undefined): void {
+    this.finish({ ...this.early, reason, ...(error === undefined ? {} : { error }) })
+  }
+
+  private finish(result: SpliceResult): void {
+    if (this.final !== undefined) return
+    this.final = result
+    this.client.destroy()
+    this.backend.destroy()
+    this.resolveDone?.(result)
+    this.onDone?.(result)
+  }
+}
 
 /**
  * Takes over two connected sockets after the caller has written whatever it needed to (handshake replay etc.).
@@ -160,99 +311,19 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
  * When one side ends cleanly, the bytes it sent flush to the other side, which then gets FIN; the other side is read
  * and discarded until it closes too (at most 2 s), so that closing its socket sends no RST that could make its peer
  * drop the last bytes unread. After an error both stop at once, past a bounded flush toward the healthy side.
- * When done resolves, both sockets have been destroyed exactly once and the addon has closed its duplicates of them;
- * empty pipes go back to the relay's pool (at most 64, shared by every session).
+ * When the session ends (`onDone`, then `done`), both sockets have been destroyed exactly once and the addon has
+ * closed its duplicates of them; empty pipes go back to the relay's pool (at most 64, shared by every session).
  * Throws if spliceSupport() is not available.
  *
  * From the call on the relay owns both sockets: their 'data' and 'readable' listeners are removed and their timeouts
- * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it.
+ * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it. The sockets are
+ * handed to the relay thread from a microtask, after the caller's synchronous code.
  */
-export const startSplice = (client: Socket, backend: Socket): SpliceSession => {
+export const startSplice = (client: Socket, backend: Socket, onDone?: (result: SpliceResult) => void): SpliceSession => {
   const result = loadNativeAddon()
   if (!("addon" in result)) throw new Error(`startSplice: zero_copy is unavailable: ${result.reason}`)
-  const native = result.addon
   const clientFd = socketFd(client, "client")
   const backendFd = socketFd(backend, "backend")
   if (client === backend) throw new Error("startSplice: client and backend are the same socket")
-
-  const handoffMs = Date.now()
-  const early: SpliceStats = {
-    clientToBackend: forward(takeOver(client), backend),
-    backendToClient: forward(takeOver(backend), client),
-    lastClientReadMs: handoffMs,
-    lastBackendReadMs: handoffMs,
-    pendingToClient: 0,
-    pendingToBackend: 0
-  }
-  // Native counters start at zero: the bytes moved during the handoff count too.
-  const withEarly = <A extends SpliceStats>(stats: A): A => ({
-    ...stats,
-    clientToBackend: stats.clientToBackend + early.clientToBackend,
-    backendToClient: stats.backendToClient + early.backendToClient
-  })
-
-  let handle: object | undefined
-  let final: SpliceResult | undefined
-  let resolveDone: (result: SpliceResult) => void = () => {}
-  const done = new Promise<SpliceResult>((resolve) => (resolveDone = resolve))
-  // The first error of each socket, for the report (plain fields: every live session has these).
-  let clientError: string | undefined
-  let backendError: string | undefined
-  const errorOf = (socket: Socket) => (socket === client ? clientError : backendError)
-
-  const finish = (result: SpliceResult) => {
-    if (final !== undefined) return
-    final = result
-    client.destroy()
-    backend.destroy()
-    resolveDone(result)
-  }
-  const finishEarly = (reason: SpliceResult["reason"], error: string | undefined) =>
-    finish({ ...early, reason, ...(error === undefined ? {} : { error }) })
-
-  const cancel = () => {
-    if (final !== undefined) return
-    if (handle === undefined) return finishEarly("cancelled", undefined)
-    native.cancel(handle)
-  }
-
-  for (const socket of [client, backend]) {
-    // Without a listener an error would crash the process; the session reports it instead.
-    socket.on("error", (error) => {
-      if (socket === client) clientError ??= errorText(error)
-      else backendError ??= errorText(error)
-    })
-    socket.on("close", () => {
-      if (final !== undefined) return
-      if (handle !== undefined) native.cancel(handle)
-      else finishEarly(socket === client ? "client_closed" : "backend_closed", errorOf(socket))
-    })
-  }
-
-  const begin = () => {
-    if (final !== undefined) return
-    const closed = [client, backend].find((socket) => socket.destroyed)
-    if (closed !== undefined)
-      return finishEarly(closed === client ? "client_closed" : "backend_closed", errorOf(closed))
-    try {
-      handle = native.start(clientFd, backendFd, (result) => finish(withEarly(result)))
-      wakeRelaySoon(native)
-    } catch (error) {
-      finishEarly("error", error instanceof Error ? error.message : String(error))
-    }
-  }
-  void Promise.all([flushed(client), flushed(backend)]).then(begin)
-
-  return {
-    done,
-    stats: () => final ?? (handle === undefined ? early : withEarly(native.stats(handle))),
-    counters: () => {
-      if (final !== undefined || handle === undefined) return fillCounters(final ?? early)
-      native.statsInto(handle, sharedCounters)
-      sharedCounters[SpliceCounter.clientToBackend] = counterAt(sharedCounters, "clientToBackend") + early.clientToBackend
-      sharedCounters[SpliceCounter.backendToClient] = counterAt(sharedCounters, "backendToClient") + early.backendToClient
-      return sharedCounters
-    },
-    cancel
-  }
+  return new SpliceRelaySession(result.addon, client, backend, clientFd, backendFd, onDone)
 }
