@@ -5,6 +5,7 @@
  */
 import type { Socket } from "node:net"
 import { loadNativeAddon, type NativeAddon } from "./addon.js"
+import { tcpFdOf } from "./tcpHandle.js"
 
 export interface KeepaliveParams {
   /** Idle time before the first probe. */
@@ -38,13 +39,6 @@ export const keepaliveSupport = (): KeepaliveSupport =>
 /** The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. */
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
-/** The fd of a socket's TCP handle; undefined for other handles and before the socket exists (while connecting). */
-const tcpFd = (socket: Socket): number | undefined => {
-  const handle = (socket as unknown as { _handle?: { readonly fd?: unknown } | null })._handle
-  const fd = handle?.fd
-  return handle?.constructor.name === "TCP" && typeof fd === "number" && fd >= 0 ? fd : undefined
-}
-
 /**
  * Turns keepalive on with all three parameters through the addon (SO_KEEPALIVE included), or, where it cannot,
  * with Node's idle time only. Returns "full" when the addon set them, "idle_only" when only Node's idle time applies
@@ -54,7 +48,7 @@ const tcpFd = (socket: Socket): number | undefined => {
  */
 export const applyKeepalive = (socket: Socket, params: KeepaliveParams): "full" | "idle_only" => {
   const found = usableAddon()
-  const fd = tcpFd(socket)
+  const fd = tcpFdOf(socket)
   if ("addon" in found && fd !== undefined) {
     try {
       const count = Math.max(1, Math.ceil(params.count))

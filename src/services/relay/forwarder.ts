@@ -17,6 +17,7 @@
  */
 import type { Socket } from "node:net"
 import { loadNativeAddon } from "../native/addon.js"
+import { tcpFdOf } from "../native/tcpHandle.js"
 
 /** Shared by every quiet direction; only ever read into and copied out of, so never pinned by a pending write. */
 const SHARED_BYTES = 64 * 1024
@@ -116,12 +117,6 @@ const directSender = (): DirectSend | undefined => {
     directSend = "addon" in loaded ? loaded.addon.send : null
   }
   return directSend ?? undefined
-}
-
-/** The descriptor of a socket's TCP handle, where it has one. */
-const socketFd = (socket: Socket): number | undefined => {
-  const fd = (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd
-  return typeof fd === "number" && fd >= 0 ? fd : undefined
 }
 
 /** Where a socket in user-buffer mode keeps its direction, for the read callback shared by every socket. */
@@ -259,7 +254,7 @@ export const forward = (from: Socket, to: Socket, options: ForwardOptions = {}):
   const found = onReadSlots(from)
   if (found === undefined || handle?.useUserBuffer === undefined) return forwardWithEvents(from, to)
 
-  const toFd = socketFd(to)
+  const toFd = tcpFdOf(to)
   const { directSend: choice = true } = options
   const send = choice === false || toFd === undefined ? undefined : choice === true ? directSender() : choice
   const direction = new UserBufferDirection(from, to, send, toFd ?? -1)

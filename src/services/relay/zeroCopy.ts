@@ -5,6 +5,7 @@
  */
 import type { Socket } from "node:net"
 import { loadNativeAddon, type NativeAddon } from "../native/addon.js"
+import { tcpFdOf, tcpHandleOf } from "../native/tcpHandle.js"
 
 export interface SpliceStats {
   /** Bytes relayed so far client -> backend. */
@@ -52,12 +53,6 @@ export interface SpliceSession {
 
 export type SpliceSupport = { readonly available: true } | { readonly available: false; readonly reason: string }
 
-/** The parts of Node's internal TCP handle (TCPWrap) used here. */
-interface TcpHandle {
-  readonly fd: number
-  readStop(): number
-}
-
 let support: SpliceSupport | undefined
 
 /** Whether the addon loaded; the reason when not (not Linux, build failed, load error). Computed once. */
@@ -67,14 +62,9 @@ export const spliceSupport = (): SpliceSupport =>
     return "addon" in result ? { available: true } : { available: false, reason: result.reason }
   })())
 
-const tcpHandle = (socket: Socket): TcpHandle | undefined => {
-  const handle = (socket as unknown as { _handle?: (TcpHandle & object) | null })._handle
-  return handle?.constructor.name === "TCP" ? handle : undefined
-}
-
 const socketFd = (socket: Socket, side: string): number => {
-  const fd = tcpHandle(socket)?.fd
-  if (socket.destroyed || socket.connecting || fd === undefined || fd < 0)
+  const fd = tcpFdOf(socket)
+  if (socket.destroyed || socket.connecting || fd === undefined)
     throw new Error(`startSplice: the ${side} socket is not a connected TCP socket`)
   // Decoded text cannot be turned back into the exact bytes that were buffered.
   if (socket.readableEncoding !== null) throw new Error(`startSplice: the ${side} socket has an encoding set`)
@@ -120,7 +110,7 @@ const takeOver = (socket: Socket): Buffer => {
   // pause() leaves libuv reading into Node's buffer; readStop() stops it, and a no-op _read keeps Node from
   // restarting it while the buffer is drained below.
   socket._read = noRead
-  tcpHandle(socket)?.readStop()
+  tcpHandleOf(socket)?.readStop()
   const chunks: Array<Buffer> = []
   for (let chunk: Buffer | null; (chunk = socket.read() as Buffer | null) !== null; ) chunks.push(chunk)
   return Buffer.concat(chunks)
