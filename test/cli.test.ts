@@ -121,6 +121,7 @@ describe("launchers", () => {
   it("the portal command's first line and npm start run Node with the same flags, and Node accepts them", () => {
     const flags = nodeFlagsOf(MAIN)
     expect(flags).toContain("--single-threaded-gc")
+    expect(flags).toContain("--no-allocation-site-pretenuring")
     const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts
     for (const name of ["start", "dev"]) expect(scripts[name]).toContain(`node ${flags.join(" ")} dist/main.js`)
     // The build makes the file executable: the kernel runs its first line.

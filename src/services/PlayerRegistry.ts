@@ -80,12 +80,16 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       return {
         id: entry.id,
         attachBackend: (backendAddress, bytes) => {
+          if (released) return
           live.backendAddress = backendAddress
           live.bytes = bytes
         },
         release: () => {
           if (released) return
           released = true
+          // The byte source reaches the session's sockets: let go of it, since a replaced Map table may keep `live`
+          // (see the note above RelayWatchdog in Relay.ts).
+          live.bytes = undefined
           if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
         }
       }

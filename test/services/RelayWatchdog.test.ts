@@ -104,4 +104,16 @@ describe("RelayWatchdog", () => {
     expect(late.samples).toBeGreaterThanOrEqual(1)
     expect(watchdog.size).toBe(20)
   })
+
+  it("a removed entry lets go of its session's callbacks (a replaced Set table may keep the entry itself)", () => {
+    const { watchdog, fakes, added } = setup(2)
+    const [entry, other] = added as [ReturnType<RelayWatchdog["add"]>, ReturnType<RelayWatchdog["add"]>]
+    watchdog.delete(entry)
+    expect(entry.progress).toBeUndefined()
+    expect(entry.onTimeout).toBeUndefined()
+    expect(other.progress).toBeDefined()
+    pass(watchdog, 10_000)
+    expect(fakes[0]!.samples).toBe(0)
+    expect(fakes[1]!.ended).toEqual(["read_timeout"])
+  })
 })
