@@ -58,14 +58,12 @@ interface Watched {
   onTimeout: ((end: "read_timeout" | "write_timeout") => void) | undefined
 }
 
-/**
- * Why the relay's collections let go of what an ended session held: V8 replaces a Set's or Map's table when it grows
- * or compacts, and the old table keeps its entries and a pointer to the new one. Once that old table has moved to
- * the old generation, young-generation collections treat it as live until the next full collection, so every session
- * that was in the collection when a table was replaced would outlive its connection, and be copied and promoted on
- * the way. At thousands of logins a second that was a third of all allocation. An entry that is emptied when it
- * leaves keeps only itself alive.
- */
+// Why the relay's collections let go of what an ended session held: V8 replaces a Set's or Map's table when it grows
+// or compacts, and the old table keeps its entries and a pointer to the new one. Once that old table has moved to
+// the old generation, young-generation collections treat it as live until the next full collection, so every session
+// that was in the collection when a table was replaced would outlive its connection, and be copied and promoted on
+// the way. At thousands of logins a second that was a third of all allocation. An entry that is emptied when it
+// leaves keeps only itself alive.
 
 /**
  * One timer for every relayed session: checks idle reads and stalled writes on the backend side. Each tick checks
