@@ -1,7 +1,7 @@
 // portal_splice: relays bytes between two connected TCP sockets with splice(2) through a kernel pipe per direction,
 // so relayed bytes never reach JavaScript. Used by the zero_copy proxy mode (src/services/relay/zeroCopy.ts).
 //
-// Ownership: start() dups both socket fds; the dups belong to the relay thread from then on, which closes them before
+// Ownership: start() dups both socket fds; the dups belong to the relay from then on, which closes them before
 // reporting completion. Node keeps its own fds and closes them when JS destroys the sockets, so a connection closes
 // once both have let go.
 //
@@ -12,10 +12,10 @@
 // rest. When no pipe can be had (EMFILE, ENFILE), the direction stops reading until one comes back or a retry timer
 // fires, so it neither spins nor loses bytes; an end of stream or an error on it is still noticed.
 //
-// One relay thread (started on first use, never joined) serves every session of the process with its own epoll set,
-// edge-triggered. Completion reaches JS through one thread-safe function per Node environment, shared by its
-// sessions, which keeps the event loop alive only while one of them relays; each session's onDone waits in a JS
-// array until then.
+// Each Node environment (the main thread, each worker) has one relay, made with its first session: an epoll set,
+// edge-triggered, that the environment's own event loop watches, so the splicing runs on the JS thread between other
+// callbacks, with no thread switch and no lock. Completions reach JS from the event loop, never from inside a call
+// from JS; each session's onDone waits in a JS array until then.
 //
 // Closing lingers, so that closing a socket does not reset it: closing a TCP socket with unread input makes Linux
 // send RST instead of FIN, and a peer that gets RST may discard bytes it received but has not read yet (a backend's
@@ -26,15 +26,12 @@
 // setKeepAlive() sets the TCP keepalive parameters Node cannot set (interval, count) on a socket fd.
 
 #include <node_api.h>
+#include <uv.h>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -51,7 +48,6 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -71,13 +67,11 @@ constexpr int kPumpBudget = 32;
 // Empty pipes kept for the next burst of any session; more are closed, so an idle proxy does not hoard fds.
 constexpr size_t kMaxIdlePipes = 64;
 // How often directions that could not get a pipe try again when none came back meanwhile: fds that Node closes are
-// not announced to the relay thread.
+// not announced to the relay.
 constexpr int64_t kPipeRetryMs = 100;
 constexpr int kClient = 0;
 constexpr int kBackend = 1;
-// epoll data of the wake-up eventfd; session ids start at 1, and a socket's epoll data is its session id times two
-// plus its side.
-constexpr uint64_t kWakeId = 0;
+// A socket's epoll data is its session id times two plus its side.
 constexpr napi_type_tag kHandleTag = {0x7a8f3c1d2e4b5a69ULL, 0x91c2d3e4f5a6b7c8ULL};
 
 enum class Reason : uint8_t { ClientClosed, BackendClosed, Cancelled, Error };
@@ -92,7 +86,7 @@ void closeFd(int fd) {
   if (fd >= 0) close(fd);
 }
 
-// The relay's pipes, for pipePoolDiagnostic(): written by the relay thread, read by JS.
+// The pipes of every environment's relay, for pipePoolDiagnostic().
 std::atomic<uint32_t> idlePipeCount{0};
 std::atomic<uint32_t> lentPipeCount{0};
 std::atomic<uint64_t> pipeFailureCount{0};
@@ -146,23 +140,20 @@ enum class Input : uint8_t {
   Done,     // not read: end of stream, error, or cancelled
 };
 
-// Per Node environment (the main thread, each worker): the completion callback all its sessions share and the JS
-// callbacks of its sessions. One thread-safe function per environment rather than per session: each one carries an
-// async handle, a queue and an async resource, about a kilobyte per idle session.
-struct Instance {
-  // The environment's, the thread-safe function's, one per session and one per queued cancelAll command.
-  std::atomic<uint32_t> refs{1};
-  std::mutex mutex;  // guards tsfn and closing: the relay thread calls it while the environment may finalize it
-  napi_threadsafe_function tsfn = nullptr;  // created with the first session; null once finalized
-  bool closing = false;                     // the environment is going away: no more calls
+class Relay;
 
-  // JS thread only.
+// Per Node environment (the main thread, each worker): its relay, made with the first session, and the JS callbacks
+// of its sessions.
+struct Instance {
+  // The environment's, the relay's and one per session.
+  std::atomic<uint32_t> refs{1};
   napi_env env;
   napi_ref callbacks = nullptr;    // an Array: onDone of each live session, at the session's slot
+  napi_async_context async = nullptr;  // what onDone runs under, made with the relay
   std::vector<uint32_t> freeSlots;  // slots below `slots` whose session completed
   uint32_t slots = 0;
-  uint32_t live = 0;  // sessions whose completion JS has not received yet; the callback keeps the loop alive while > 0
-  bool gone = false;  // the environment began its teardown
+  bool gone = false;      // the environment began its teardown
+  Relay* relay = nullptr;  // null until the first session, and again once the environment tore it down
 
   explicit Instance(napi_env e) : env(e) {}
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -171,9 +162,9 @@ struct Instance {
   }
 };
 
-// One relayed connection, in a single allocation. The relay thread holds a reference from start() until it hands the
+// One relayed connection, in a single allocation. The relay holds a reference from start() until it hands the
 // session to JS with its completion, the JS handle holds one until it is garbage collected: stats() reads the
-// counters at any time, even after the end. The relay thread writes the atomics, JS reads them.
+// counters at any time, even after the end.
 struct Session {
   std::atomic<uint32_t> refs{1};
   uint32_t slot = 0;  // of onDone in the instance's callbacks; JS thread only
@@ -184,7 +175,7 @@ struct Session {
   std::atomic<uint64_t> pending[2]{};
   std::atomic<bool> finished{false};
 
-  // Relay thread only, until the completion is handed over; then read by JS.
+  // The relay's state of the session, read by JS once the completion is handed over.
   Input input[2] = {Input::Forward, Input::Forward};
   bool eof[2] = {false, false};        // by source side: it ended cleanly, so its destination gets FIN once flushed
   bool cantWrite[2] = {false, false};  // by destination side: shut down, failed a write or ended in error
@@ -273,124 +264,147 @@ bool openSession(Session& session, int clientFd, int backendFd, std::string& err
   return true;
 }
 
-// Hands a finished session, with the relay thread's reference, to JS; drops it when its environment is going away.
-void report(Session* session) {
-  Instance& instance = *session->instance;
-  bool queued = false;
-  {
-    std::lock_guard<std::mutex> lock(instance.mutex);
-    if (instance.tsfn != nullptr && !instance.closing) {
-      queued = napi_call_threadsafe_function(instance.tsfn, session, napi_tsfn_nonblocking) == napi_ok;
-      // Refused only once the environment closes it: it must not be called again.
-      if (!queued) instance.closing = true;
-    }
-  }
-  if (!queued) session->release();  // outside the lock: the last session reference may free the instance
-}
+void deliver(Instance& instance, Session* session);
 
-struct Command {
-  Session* add = nullptr;         // a new session with the relay's reference, or
-  uint64_t cancel = 0;            // a session to cancel, or
-  Instance* cancelAll = nullptr;  // an environment whose sessions all end, referenced
-};
-
+// The relay of one Node environment. Its epoll set, edge-triggered, holds the sessions' sockets, and the
+// environment's event loop watches the epoll fd itself (one uv_poll handle): splicing runs on the JS thread between
+// other callbacks, as Node's own socket I/O does, so a login costs no thread switch. A timer serves the flush
+// deadlines, the pipe retries and the sessions that used up their budget. The handles keep the event loop alive only
+// while a session relays or waits to be reported.
 class Relay {
  public:
-  // The process-wide relay, started on first use; null if it could not start. Never destroyed: the detached thread
-  // may still run while static destructors do at exit.
-  static Relay* get() {
-    static Relay* const relay = start();
+  // Null with `error` set when the epoll set or the handles cannot be made.
+  static Relay* create(napi_env env, Instance* instance, std::string& error) {
+    uv_loop_t* loop = nullptr;
+    if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
+      error = "cannot get the event loop";
+      return nullptr;
+    }
+    napi_value name;
+    napi_async_context async = nullptr;
+    if (instance->async == nullptr &&
+        (napi_create_string_utf8(env, "portal_splice", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+         napi_async_init(env, nullptr, name, &async) != napi_ok)) {
+      error = "cannot create the completion context";
+      return nullptr;
+    }
+    if (async != nullptr) instance->async = async;
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll < 0) {
+      error = std::string("epoll_create1: ") + strerror(errno);
+      return nullptr;
+    }
+    auto* relay = new Relay(instance, epoll);
+    if (uv_poll_init(loop, &relay->poll_, epoll) != 0) {
+      closeFd(epoll);
+      delete relay;
+      error = "cannot watch the relay's epoll set";
+      return nullptr;
+    }
+    uv_timer_init(loop, &relay->timer_);
+    relay->poll_.data = relay->timer_.data = relay;
+    uv_poll_start(&relay->poll_, UV_READABLE, &Relay::onPoll);
+    uv_unref(reinterpret_cast<uv_handle_t*>(&relay->poll_));
+    uv_unref(reinterpret_cast<uv_handle_t*>(&relay->timer_));
+    // Handles must be closed before the loop is; an asynchronous cleanup hook lets the environment wait for it.
+    if (napi_add_async_cleanup_hook(env, &Relay::onCleanup, relay, &relay->cleanup_) != napi_ok) relay->cleanup_ = nullptr;
+    instance->retain();
     return relay;
   }
 
-  // Queues a new session; it is adopted at the next wake(), so that the sessions a caller starts in one go cost the
-  // relay thread one wake-up (on a busy core each wake-up may be a thread switch).
-  void add(Session* session) { submit({session, 0, nullptr}, false); }
-  void wake() {
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_, &one, sizeof one);  // can only fail when the counter is already non-zero
-    (void)ignored;
+  // Adopts a new session (with its reference): the events that adding its sockets reports start it.
+  void add(Session* session) {
+    adopt(session);
+    refresh();
   }
-  void cancel(uint64_t id) { submit({nullptr, id, nullptr}); }
-  void cancelAll(Instance* instance) {
-    instance->retain();
-    submit({nullptr, 0, instance});
+
+  // Write out what the destinations take right now, then finish; onDone comes from the event loop, not from here.
+  void cancel(uint64_t id) {
+    stop(id);
+    refresh();
   }
 
  private:
-  Relay(int epoll, int wake) : epoll_(epoll), wake_(wake) {}
+  Relay(Instance* instance, int epoll) : instance_(instance), epoll_(epoll) {}
 
-  static Relay* start() {
-    if (!pinLibrary()) return nullptr;
-    int epoll = epoll_create1(EPOLL_CLOEXEC);
-    int wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    epoll_event event{};
-    event.events = EPOLLIN;
-    event.data.u64 = kWakeId;
-    if (epoll < 0 || wake < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, wake, &event) != 0) {
-      closeFd(epoll);
-      closeFd(wake);
-      return nullptr;
-    }
-    auto* relay = new Relay(epoll, wake);
-    // Signals stay with Node's threads; a SIGPIPE raised by a splice to a reset socket stays pending here, harmless.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
-    pthread_t thread;
-    int failed = pthread_create(&thread, nullptr, &Relay::main, relay);
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    if (failed != 0) {
-      closeFd(epoll);
-      closeFd(wake);
-      delete relay;
-      return nullptr;
-    }
-    pthread_setname_np(thread, "portal-splice");
-    pthread_detach(thread);
-    return relay;
-  }
+  static void onPoll(uv_poll_t* handle, int, int) { static_cast<Relay*>(handle->data)->step(); }
+  static void onTimer(uv_timer_t* handle) { static_cast<Relay*>(handle->data)->step(); }
 
-  // Node unloads an addon with the environment that loaded it first (a worker, say), which would pull the code
-  // from under the relay thread: once the thread exists the library stays mapped until the process ends.
-  static bool pinLibrary() {
-    Dl_info self;
-    if (dladdr(reinterpret_cast<void*>(&Relay::main), &self) == 0 || self.dli_fname == nullptr) return false;
-    return dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != nullptr;
-  }
-
-  static void* main(void* relay) {
-    static_cast<Relay*>(relay)->run();
-    return nullptr;
-  }
-
-  void submit(Command command, bool wakeNow = true) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      commands_.push_back(command);
-    }
-    if (wakeNow) wake();
-  }
-
-  void run() {
+  // One pass: the events ready now, the sessions left over from their budget, pipe retries, deadlines, then the
+  // completions to JS.
+  void step() {
     epoll_event events[256];
-    for (;;) {
-      int count = epoll_wait(epoll_, events, 256, timeoutMs());
-      for (int i = 0; i < count; ++i) {
-        uint64_t data = events[i].data.u64;
-        if (data == kWakeId) takeCommands();
-        else ready(data >> 1, int(data & 1), events[i].events);
-      }
-      std::vector<uint64_t> again;
-      again.swap(again_);
-      for (uint64_t id : again) pump(id);
-      retryStarved();
-      expire();
+    int count = epoll_wait(epoll_, events, 256, 0);
+    for (int i = 0; i < count; ++i) ready(events[i].data.u64 >> 1, int(events[i].data.u64 & 1), events[i].events);
+    std::vector<uint64_t> again;
+    again.swap(again_);
+    for (uint64_t id : again) pump(id);
+    retryStarved();
+    expire();
+    report();
+    refresh();
+  }
+
+  // Arms the timer for what comes next and holds the event loop open while anything is left to do.
+  void refresh() {
+    if (shut_) return;
+    int timeout = done_.empty() ? timeoutMs() : 0;
+    if (timeout < 0) uv_timer_stop(&timer_);
+    else uv_timer_start(&timer_, &Relay::onTimer, uint64_t(timeout), 0);
+    bool live = !sessions_.empty() || !done_.empty();
+    if (live == referenced_) return;
+    referenced_ = live;
+    for (uv_handle_t* handle : {reinterpret_cast<uv_handle_t*>(&poll_), reinterpret_cast<uv_handle_t*>(&timer_)})
+      live ? uv_ref(handle) : uv_unref(handle);
+  }
+
+  // Finished sessions, each with the relay's reference, to their onDone. A callback may cancel other sessions, whose
+  // completions join the next batch.
+  void report() {
+    while (!done_.empty()) {
+      std::vector<Session*> batch;
+      batch.swap(done_);
+      for (Session* session : batch) deliver(*instance_, session);
     }
+  }
+
+  // Environment teardown: every session ends with no report, its fds closed; then the handles close.
+  static void onCleanup(napi_async_cleanup_hook_handle, void* data) { static_cast<Relay*>(data)->tearDown(); }
+
+  void tearDown() {
+    shut_ = true;
+    instance_->relay = nullptr;
+    for (auto& [id, session] : sessions_) {
+      for (auto& ends : session->pipe)
+        if (ends[0] >= 0) lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
+      session->closeFds();
+      session->finished.store(true);
+      session->release();
+    }
+    sessions_.clear();
+    for (Session* session : done_) session->release();
+    done_.clear();
+    for (auto [readEnd, writeEnd] : idlePipes_) {
+      closeFd(readEnd);
+      closeFd(writeEnd);
+    }
+    idlePipeCount.fetch_sub(uint32_t(idlePipes_.size()), std::memory_order_relaxed);
+    idlePipes_.clear();
+    uv_close(reinterpret_cast<uv_handle_t*>(&poll_), &Relay::onClosed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&timer_), &Relay::onClosed);
+  }
+
+  static void onClosed(uv_handle_t* handle) {
+    auto* relay = static_cast<Relay*>(handle->data);
+    if (++relay->closedHandles_ < 2) return;
+    if (relay->cleanup_ != nullptr) napi_remove_async_cleanup_hook(relay->cleanup_);
+    closeFd(relay->epoll_);
+    relay->instance_->release();
+    delete relay;
   }
 
   // 0 while a session has work left from its budget or a direction waits for a pipe that may be there now, else until
-  // the nearest flush deadline or pipe retry.
+  // the nearest flush deadline or pipe retry; -1 for none.
   int timeoutMs() const {
     if (!again_.empty() || (retryNow_ && !starved_.empty())) return 0;
     int64_t next = INT64_MAX;
@@ -398,30 +412,6 @@ class Relay {
     if (!starved_.empty()) next = std::min(next, nextRetryMs_);
     if (next == INT64_MAX) return -1;
     return int(std::clamp<int64_t>(next - clockMs(CLOCK_MONOTONIC), 0, kFlushGraceMs));
-  }
-
-  void takeCommands() {
-    uint64_t count;
-    ssize_t ignored = read(wake_, &count, sizeof count);
-    (void)ignored;
-    std::vector<Command> commands;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      commands.swap(commands_);
-    }
-    for (const Command& command : commands) {
-      if (command.add != nullptr) {
-        adopt(command.add);
-      } else if (command.cancelAll != nullptr) {
-        std::vector<uint64_t> ids;
-        for (const auto& [id, session] : sessions_)
-          if (session->instance == command.cancelAll) ids.push_back(id);
-        for (uint64_t id : ids) stop(id);
-        command.cancelAll->release();
-      } else {
-        stop(command.cancel);
-      }
-    }
   }
 
   // Registers both sockets; the events that adding them reports start the session.
@@ -708,14 +698,18 @@ class Relay {
     session->closeFds();  // before JS hears of it
     retryNow_ = true;     // its fds are free for a pipe
     session->finished.store(true);
-    report(session);
+    done_.push_back(session);  // reported at the end of the step, never from inside a call from JS
   }
 
+  Instance* const instance_;  // referenced
   const int epoll_;
-  const int wake_;
-  std::mutex mutex_;
-  std::vector<Command> commands_;  // guarded by mutex_
-  // Relay thread only.
+  uv_poll_t poll_;
+  uv_timer_t timer_;
+  napi_async_cleanup_hook_handle cleanup_ = nullptr;
+  int closedHandles_ = 0;
+  bool referenced_ = false;  // the handles hold the event loop open
+  bool shut_ = false;
+  std::vector<Session*> done_;  // finished, with the relay's reference, until onDone hears of it
   std::unordered_map<uint64_t, Session*> sessions_;  // each with the relay's reference
   std::map<uint64_t, int64_t> closing_;              // id -> monotonic flush deadline
   std::vector<uint64_t> again_;
@@ -727,7 +721,7 @@ class Relay {
   char discarded_[kDiscardChunk];  // never read: MSG_TRUNC leaves it untouched on TCP
 };
 
-std::atomic<uint64_t> nextId{kWakeId + 1};
+uint64_t nextId = 1;  // session ids, in every environment
 
 // ---- JS side -------------------------------------------------------------------------------------------------------
 
@@ -783,57 +777,41 @@ napi_value takeCallback(napi_env env, Instance& instance, uint32_t slot) {
   return callback;
 }
 
-// Runs on the JS thread with a finished session and the relay's reference to it; env is null when the environment
-// is going away.
-void deliver(napi_env env, napi_value, void* context, void* data) {
-  SessionRef session(static_cast<Session*>(data));
-  if (env == nullptr) return;
-  Instance& instance = *static_cast<Instance*>(context);
+// Runs from the event loop with a finished session and the relay's reference to it: onDone gets the result, in a
+// callback scope of its own, so that the microtasks and ticks it queues run right after it.
+void deliver(Instance& instance, Session* finished) {
+  SessionRef session(finished);
   if (instance.gone) return;
-  // Bookkeeping first: an exception thrown by onDone leaves the napi_env unusable until it returns.
+  napi_env env = instance.env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
   napi_value callback = takeCallback(env, instance, session->slot);
-  if (--instance.live == 0) napi_unref_threadsafe_function(env, instance.tsfn);
   napi_valuetype type = napi_undefined;
-  if (callback == nullptr || napi_typeof(env, callback, &type) != napi_ok || type != napi_function) return;
-  napi_value object = statsObject(env, session->counters());
-  setString(env, object, "reason", reasonName(session->reason));
-  if (session->error != 0) {
-    const char* name = connectionErrorName(session->error);
-    setString(env, object, "error", name != nullptr ? name : strerror(session->error));
+  if (callback != nullptr && napi_typeof(env, callback, &type) == napi_ok && type == napi_function) {
+    napi_value object = statsObject(env, session->counters());
+    setString(env, object, "reason", reasonName(session->reason));
+    if (session->error != 0) {
+      const char* name = connectionErrorName(session->error);
+      setString(env, object, "error", name != nullptr ? name : strerror(session->error));
+    }
+    napi_value global;
+    napi_get_global(env, &global);
+    if (napi_make_callback(env, instance.async, global, callback, 1, &object, nullptr) != napi_ok) {
+      // A throw becomes an uncaught exception, as from any other callback of the event loop.
+      napi_value error;
+      if (napi_get_and_clear_last_exception(env, &error) == napi_ok) napi_fatal_exception(env, error);
+    }
   }
-  // A throw becomes an uncaught exception on the JS thread; the relay thread never sees it.
-  napi_call_function(env, undefinedValue(env), callback, 1, &object, nullptr);
+  napi_close_handle_scope(env, scope);
 }
 
-// Node finalizes the shared callback only when the environment goes away; teardown() has normally cancelled its
-// sessions already, this makes sure.
-void forgetCallback(napi_env, void* data, void*) {
-  auto* instance = static_cast<Instance*>(data);
-  {
-    std::lock_guard<std::mutex> lock(instance->mutex);
-    instance->tsfn = nullptr;
-    instance->closing = true;
-  }
-  Relay::get()->cancelAll(instance);  // the relay exists: the callback was made for a session
-  instance->release();
-}
-
-// Environment teardown (worker exit, process end): no session may outlive it with its fds, and the relay thread must
-// stop calling into it. Runs before Node finalizes the shared callback and deletes the napi_env.
+// Environment teardown (worker exit, process end): JS hears of nothing more. The relay closes its sessions in its
+// own cleanup hook.
 void teardown(void* data) {
   auto* instance = static_cast<Instance*>(data);
   instance->gone = true;
-  bool started = false;
-  {
-    std::lock_guard<std::mutex> lock(instance->mutex);
-    if (instance->tsfn != nullptr) {
-      started = true;
-      if (!instance->closing) napi_release_threadsafe_function(instance->tsfn, napi_tsfn_abort);
-      instance->closing = true;
-    }
-  }
-  if (started) Relay::get()->cancelAll(instance);  // started with the first session
   if (instance->callbacks != nullptr) napi_delete_reference(instance->env, std::exchange(instance->callbacks, nullptr));
+  if (instance->async != nullptr) napi_async_destroy(instance->env, std::exchange(instance->async, nullptr));
   instance->release();
 }
 
@@ -870,29 +848,12 @@ Session* sessionOf(napi_env env, napi_callback_info info) {
   return sessionOfValue(env, handle);
 }
 
-// The shared callback and the callbacks array, made with the first session. The callback starts unreferenced: only
-// live sessions keep the event loop running.
-bool ensureCallback(napi_env env, Instance& instance) {
-  if (instance.tsfn != nullptr) return true;
-  if (instance.callbacks == nullptr) {
-    napi_value callbacks;
-    if (napi_create_array(env, &callbacks) != napi_ok ||
-        napi_create_reference(env, callbacks, 1, &instance.callbacks) != napi_ok)
-      return false;
-  }
-  napi_value name;
-  napi_create_string_utf8(env, "portal_splice", NAPI_AUTO_LENGTH, &name);
-  napi_threadsafe_function tsfn;
-  instance.retain();
-  if (napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, &instance, forgetCallback, &instance, deliver,
-                                      &tsfn) != napi_ok) {
-    instance.release();
-    return false;
-  }
-  napi_unref_threadsafe_function(env, tsfn);
-  std::lock_guard<std::mutex> lock(instance.mutex);
-  instance.tsfn = tsfn;
-  return true;
+// The array of onDone callbacks, made with the first session.
+bool ensureCallbacks(napi_env env, Instance& instance) {
+  if (instance.callbacks != nullptr) return true;
+  napi_value callbacks;
+  return napi_create_array(env, &callbacks) == napi_ok &&
+         napi_create_reference(env, callbacks, 1, &instance.callbacks) == napi_ok;
 }
 
 // start(clientFd, backendFd, onDone(result)) -> handle. Dups the fds: the caller keeps its own. The relay adopts the
@@ -912,13 +873,16 @@ napi_value Start(napi_env env, napi_callback_info info) {
   }
   Instance& instance = *static_cast<Instance*>(data);
   if (instance.gone) return throwError(env, "the environment is shutting down");
-  Relay* relay = Relay::get();
-  if (relay == nullptr) return throwError(env, "the splice relay thread could not start");
+  if (instance.relay == nullptr) {
+    std::string error;
+    instance.relay = Relay::create(env, &instance, error);
+    if (instance.relay == nullptr) return throwError(env, "the splice relay could not start: " + error);
+  }
   // The relay's reference; dropping it closes whatever was opened.
   SessionRef session(new Session(&instance));
   std::string error;
   if (!openSession(*session.session, fds[0], fds[1], error)) return throwError(env, error);
-  if (!ensureCallback(env, instance)) return throwError(env, "cannot create the completion callback");
+  if (!ensureCallbacks(env, instance)) return throwError(env, "cannot create the completion callbacks");
 
   uint32_t slot = instance.slots;
   if (!instance.freeSlots.empty()) slot = instance.freeSlots.back();
@@ -942,9 +906,8 @@ napi_value Start(napi_env env, napi_callback_info info) {
     return throwError(env, "cannot tag a session handle");
   }
 
-  session->id = nextId.fetch_add(1);
-  if (instance.live++ == 0) napi_ref_threadsafe_function(env, instance.tsfn);
-  relay->add(session.take());
+  session->id = nextId++;
+  instance.relay->add(session.take());
   return handle;
 }
 
@@ -952,12 +915,6 @@ napi_value Start(napi_env env, napi_callback_info info) {
 napi_value Stats(napi_env env, napi_callback_info info) {
   Session* session = sessionOf(env, info);
   return session == nullptr ? nullptr : statsObject(env, session->counters());
-}
-
-// wake(): lets the relay thread adopt the sessions start() queued since the last wake().
-napi_value Wake(napi_env, napi_callback_info) {
-  if (Relay* relay = Relay::get()) relay->wake();
-  return nullptr;
 }
 
 // statsInto(handle, out): the counters of stats() written into a Float64Array of at least 6 elements, in the order
@@ -996,7 +953,8 @@ napi_value StatsInto(napi_env env, napi_callback_info info) {
 // cancel(handle): idempotent; completion still arrives through onDone.
 napi_value Cancel(napi_env env, napi_callback_info info) {
   Session* session = sessionOf(env, info);
-  if (session != nullptr && !session->finished.load()) Relay::get()->cancel(session->id);
+  if (session != nullptr && !session->finished.load() && session->instance->relay != nullptr)
+    session->instance->relay->cancel(session->id);
   return nullptr;
 }
 
@@ -1116,8 +1074,8 @@ napi_value PipePoolDiagnostic(napi_env env, napi_callback_info) {
 }  // namespace
 
 NAPI_MODULE_INIT() {
-  // Registered before any thread-safe function of this environment, so it runs before Node closes them (hooks run
-  // in reverse order) and before the napi_env goes (its own hook came before this one).
+  // Registered before the relay's own hook, so it runs after it (hooks run in reverse order), and before the
+  // napi_env goes (its own hook came before this one).
   auto* instance = new Instance(env);
   if (napi_add_env_cleanup_hook(env, teardown, instance) != napi_ok) {
     delete instance;
@@ -1128,7 +1086,6 @@ NAPI_MODULE_INIT() {
       {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, instance},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
-      {"wake", nullptr, Wake, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"statsInto", nullptr, StatsInto, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

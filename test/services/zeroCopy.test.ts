@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net"
+import { Worker } from "node:worker_threads"
 import { afterEach, describe, expect, it } from "vitest"
 import { loadNativeAddon, type NativeAddon } from "../../src/services/native/addon.js"
 import { counterAt, SpliceCounter, type SpliceSession, spliceSupport, startSplice } from "../../src/services/relay/zeroCopy.js"
@@ -691,3 +692,49 @@ describe.skipIf(unavailable !== undefined)(
     })
   }
 )
+
+/** The addon in a worker thread of its own (test/peers/spliceWorker.mjs): each environment has its own relay. */
+const spliceWorker = (mode: "complete" | "throw" | "abandon") => {
+  const worker = new Worker(resolve("test/peers/spliceWorker.mjs"), {
+    workerData: { addon: resolve("build/Release/portal_splice.node"), mode }
+  })
+  const messages: Array<Record<string, unknown>> = []
+  worker.on("message", (message: Record<string, unknown>) => messages.push(message))
+  const exited = new Promise<number>((settle) => worker.once("exit", settle))
+  const message = (key: string) =>
+    waitFor(() => messages.find((m) => key in m)?.[key], { what: `the worker's ${key} message`, timeoutMs: 10_000 })
+  return { worker, exited, message }
+}
+
+describe.skipIf(unavailable !== undefined)("the relay of each Node environment", () => {
+  it("relays in a worker thread, reports there, and lets the worker exit once nothing is relayed", { timeout: 20_000 }, async () => {
+    const { exited, message } = spliceWorker("complete")
+    const result = (await message("done")) as Record<string, unknown>
+    expect(result).toMatchObject({ reason: "client_closed", clientToBackend: MiB, backendToClient: MiB })
+    // Nothing holds the worker's event loop open: it ends by itself.
+    expect(await exited).toBe(0)
+  })
+
+  it("turns an onDone that throws into an uncaught exception of its thread", { timeout: 20_000 }, async () => {
+    const { exited, message } = spliceWorker("throw")
+    expect(await message("uncaught")).toBe("onDone threw")
+    expect(await exited).toBe(0)
+  })
+
+  it("closes what a terminated worker's relay held, and the process relays on", { timeout: 20_000 }, async () => {
+    const before = openFds()
+    const { worker, exited, message } = spliceWorker("abandon")
+    expect(await message("started")).toBe(true)
+    await new Promise((settle) => setTimeout(settle, 200)) // bytes in flight through the worker's pipes
+    await worker.terminate()
+    await exited
+    await waitFor(() => openFds() <= before, { what: `open fds back to ${before}` })
+
+    const relay = await makeRelay()
+    const relayed = await relay.connect()
+    const received = collect(relayed.backend)
+    relayed.client.end("still relaying")
+    expect((await relayed.session.done).reason).toBe("client_closed")
+    expect((await received).toString()).toBe("still relaying")
+  })
+})

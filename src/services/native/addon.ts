@@ -10,10 +10,8 @@ import type { SpliceResult, SpliceStats } from "../relay/zeroCopy.js"
 
 /** What native/splice.cc exports; session handles are opaque. */
 export interface NativeAddon {
-  /** Queues a session; the relay thread adopts it at the next wake(). */
+  /** Starts relaying a session; onDone runs from the event loop once it has ended, never from inside a call. */
   start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
-  /** Wakes the relay thread to adopt the sessions queued since the last call. */
-  wake(): void
   stats(handle: object): SpliceStats
   /** stats() into a Float64Array of 6, in the order of `SpliceCounter`. */
   statsInto(handle: object, out: Float64Array): void

@@ -76,20 +76,6 @@ const noRead = () => {}
 /** One counter of what `SpliceSession.counters()` returned. */
 export const counterAt = (counters: Float64Array, name: keyof typeof SpliceCounter): number => counters[SpliceCounter[name]] ?? 0
 
-let wakeScheduled = false
-/**
- * The relay thread adopts new sessions when woken: once per turn of the event loop, after every session this turn
- * started, rather than once per session (on a busy core each wake-up can cost a thread switch).
- */
-const wakeRelaySoon = (native: NativeAddon): void => {
-  if (wakeScheduled) return
-  wakeScheduled = true
-  setImmediate(() => {
-    wakeScheduled = false
-    native.wake()
-  })
-}
-
 const sharedCounters = new Float64Array(6)
 const fillCounters = (stats: SpliceStats): Float64Array => {
   sharedCounters[SpliceCounter.clientToBackend] = stats.clientToBackend
@@ -261,7 +247,7 @@ class SpliceRelaySession implements SpliceSession {
     else this.finishEarly(socket === this.client ? "client_closed" : "backend_closed", this.errorOf(socket))
   }
 
-  /** Hands both sockets to the relay thread, once everything written to them before has left. */
+  /** Hands both sockets to the splice relay, once everything written to them before has left. */
   begin(): void {
     if (this.final !== undefined) return
     const { client, backend } = this
@@ -270,7 +256,6 @@ class SpliceRelaySession implements SpliceSession {
       return this.finishEarly(closed === client ? "client_closed" : "backend_closed", this.errorOf(closed))
     try {
       this.handle = this.native.start(this.clientFd, this.backendFd, (result) => this.finish(this.withEarly(result)))
-      wakeRelaySoon(this.native)
     } catch (error) {
       this.finishEarly("error", error instanceof Error ? error.message : String(error))
     }
@@ -307,7 +292,7 @@ class SpliceRelaySession implements SpliceSession {
  *
  * From the call on the relay owns both sockets: their 'data' and 'readable' listeners are removed and their timeouts
  * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it. The sockets are
- * handed to the relay thread from a microtask, after the caller's synchronous code.
+ * handed to the splice relay from a microtask, after the caller's synchronous code.
  */
 export const startSplice = (client: Socket, backend: Socket, onDone?: (result: SpliceResult) => void): SpliceSession => {
   const result = loadNativeAddon()
