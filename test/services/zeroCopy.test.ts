@@ -548,7 +548,7 @@ describe.skipIf(unavailable !== undefined)(
       await waitFor(() => session.stats().clientToBackend === 4, { what: "client bytes counted" })
       expect(session.stats().lastClientReadMs).toBeGreaterThanOrEqual(stalled.lastClientReadMs)
       stop()
-      // counters() is stats() without allocating, indexed by SpliceCounter (read twice: the relay thread moves on).
+      // counters() is stats() without allocating, indexed by SpliceCounter.
       await waitFor(
         () => {
           const stats = session.stats()
@@ -631,7 +631,7 @@ describe.skipIf(unavailable !== undefined)(
         await received
         await Promise.all([closed(relayed.client), closed(relayed.backend)])
       }
-      await run(({ client }) => client.end()) // starts the relay thread, whose two fds stay
+      await run(({ client }) => client.end()) // makes the relay, whose epoll fd stays
       const before = openFds()
       for (let i = 0; i < 10; i++) {
         await run(({ client }) => client.end())
@@ -655,7 +655,7 @@ describe.skipIf(unavailable !== undefined)(
         relayed.client.removeAllListeners("data")
         return relayed
       }
-      const first = await echo() // starts the relay thread
+      const first = await echo() // makes the relay
       first.client.end()
       await first.session.done
       await closed(first.client)
