@@ -9,8 +9,9 @@ const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
 
 /**
  * @typedef {typeof TARGETS[number]} TargetName
+ * @typedef {TargetName | "haproxy_splice"} SampleKey haproxy_splice: HAProxy splicing, measured in the bulk scenario only
  * @typedef {Record<string, number | undefined | string>} Sample
- * @typedef {Partial<Record<TargetName, Array<Sample | undefined>>>} ByTarget samples indexed by round
+ * @typedef {Partial<Record<SampleKey, Array<Sample | undefined>>>} ByTarget samples indexed by round
  * @typedef {{ bulk: ByTarget, game: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
  */
 
@@ -23,7 +24,7 @@ const median = (values) => {
 }
 
 /**
- * @param {ByTarget} byTarget @param {TargetName} target @param {string} field
+ * @param {ByTarget} byTarget @param {SampleKey} target @param {string} field
  * @returns {Array<number>}
  */
 const values = (byTarget, target, field) =>
@@ -54,10 +55,20 @@ const addedOverDirect = (byTarget, target, field) => {
  * @property {(value: number) => string} format
  * @property {ReadonlyArray<TargetName>} [measured] targets this row has values for (all when absent)
  * @property {boolean} [noDirectRatio]
+ * @property {"haproxySplice"} [needs] the HAProxy column is n/a without this HAProxy
  */
+
+/** @typedef {{ haproxy: boolean, haproxySplice?: boolean }} Available which HAProxy processes ran */
 
 const fixed = (/** @type {number} */ digits) => (/** @type {number} */ value) =>
   value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+/**
+ * A bulk metric with HAProxy splicing in the HAProxy column.
+ * @param {ByTarget} bulk @param {string} field
+ */
+const spliceReference = (bulk, field) => (/** @type {TargetName} */ target) =>
+  median(values(bulk, target === "haproxy" ? "haproxy_splice" : target, field))
 
 /** @param {Results} results @returns {Array<Row>} */
 const rows = (results) => {
@@ -67,6 +78,23 @@ const rows = (results) => {
   return [
     { scenario: "1. Bulk relay", metric: "throughput, both ways (MiB/s)", value: med(results.bulk, "mibPerSecond"), format: fixed(0) },
     { scenario: "1. Bulk relay", metric: "proxy CPU per GiB (s)", value: med(results.bulk, "cpuPerGiB"), format: fixed(3), measured: proxies },
+    // Reference rows: the HAProxy column is HAProxy splicing; Portal's columns repeat the rows above.
+    {
+      scenario: "1. Bulk relay",
+      metric: "throughput, HAProxy splicing (MiB/s)",
+      value: spliceReference(results.bulk, "mibPerSecond"),
+      format: fixed(0),
+      measured: proxies,
+      needs: "haproxySplice"
+    },
+    {
+      scenario: "1. Bulk relay",
+      metric: "proxy CPU per GiB, HAProxy splicing (s)",
+      value: spliceReference(results.bulk, "cpuPerGiB"),
+      format: fixed(3),
+      measured: proxies,
+      needs: "haproxySplice"
+    },
     { scenario: "2. Game-shaped load", metric: "round trip p50 (ms)", value: med(results.game, "p50"), format: fixed(3) },
     { scenario: "2. Game-shaped load", metric: "round trip p99 (ms)", value: med(results.game, "p99"), format: fixed(3) },
     {
@@ -106,7 +134,7 @@ const ratio = (value, base) => (value === undefined || base === undefined || bas
 
 /**
  * @param {Results} results
- * @param {{ haproxy: boolean }} available
+ * @param {Available} available
  */
 const medianTable = (results, available) => {
   const header = [
@@ -123,15 +151,16 @@ const medianTable = (results, available) => {
   ]
   const lines = [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`]
   for (const row of rows(results)) {
+    const haproxyRan = row.needs === undefined ? available.haproxy : available[row.needs] === true
     const applies = (/** @type {TargetName} */ target) => (row.measured ?? TARGETS).includes(target)
     const cell = (/** @type {TargetName} */ target) => {
       if (!applies(target)) return "—"
-      if (target === "haproxy" && !available.haproxy) return "n/a"
+      if (target === "haproxy" && !haproxyRan) return "n/a"
       const value = row.value(target)
       return value === undefined ? "—" : row.format(value)
     }
     const ratioCell = (/** @type {TargetName} */ target, /** @type {TargetName} */ base) => {
-      if (base === "haproxy" && !available.haproxy) return "n/a"
+      if (base === "haproxy" && !haproxyRan) return "n/a"
       if (base === "direct" && (row.noDirectRatio === true || !applies("direct"))) return "—"
       const value = ratio(row.value(target), row.value(base))
       return value === undefined ? "—" : `${value.toFixed(2)}×`
@@ -153,7 +182,7 @@ const medianTable = (results, available) => {
 
 /**
  * @param {Results} results
- * @param {{ haproxy: boolean }} available
+ * @param {Available} available
  */
 const targetTable = (results, available) => {
   const med = (/** @type {ByTarget} */ byTarget, /** @type {TargetName} */ target, /** @type {string} */ field) =>
@@ -239,7 +268,7 @@ const disturbanceNote = (results) => {
 
 /**
  * The whole report: both tables, then the conditions of the run (`notes`), how disturbed it was, and any errors.
- * @param {{ smoke: boolean, results: Results, available: { haproxy: boolean }, notes: Array<string> }} run
+ * @param {{ smoke: boolean, results: Results, available: Available, notes: Array<string> }} run
  */
 export const renderReport = ({ smoke, results, available, notes }) =>
   [

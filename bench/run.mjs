@@ -151,10 +151,21 @@ const main = async () => {
       }
     }
     if ("reason" in haproxy) say(`HAProxy columns are n/a: HAProxy ${haproxy.reason}`)
+    // The bulk scenario's reference rows: HAProxy splicing as zero_copy does. Few connections, so few pipes.
+    /** @type {import("./targets.mjs").Target | undefined} */
+    let haproxySplice
+    if ("binary" in haproxy && only.includes("bulk") && chosen.includes("zero_copy")) {
+      try {
+        haproxySplice = await haproxyTarget({ binary: haproxy.binary, dir, port: await freePort(), backendPort, maxconn: 100, cpu: proxyCpu, splice: true })
+      } catch (error) {
+        say(`the HAProxy splice reference rows are n/a: it failed to start: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`)
+      }
+    }
     for (const mode of /** @type {const} */ (["passthrough", "zero_copy"])) {
       if (chosen.includes(mode)) targets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
     }
-    started.push(...targets.filter((target) => target.name !== "direct"))
+    started.push(...targets.filter((target) => target.name !== "direct"), ...(haproxySplice === undefined ? [] : [haproxySplice]))
+    const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
 
@@ -168,18 +179,18 @@ const main = async () => {
       for (let round = 0; round < rounds; round++) {
         for (const target of rotate(among, round)) {
           say(`${key}: round ${round + 1}/${rounds}, ${target.name}`)
-          const samples = (results[key][/** @type {import("./report.mjs").TargetName} */ (target.name)] ??= [])
+          const samples = (results[key][/** @type {import("./report.mjs").SampleKey} */ (target.name)] ??= [])
           samples[round] = await measure(target)
         }
       }
     }
 
     say("warming up")
-    for (const target of targets) {
-      await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
+    for (const target of bulkTargets) {
+      if (target !== haproxySplice) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
-    if (only.includes("bulk")) await interleave("bulk", targets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
+    if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
     if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
     if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
     if (only.includes("status")) {
@@ -197,14 +208,15 @@ const main = async () => {
       )
     }
 
-    const available = { haproxy: "binary" in haproxy }
+    const available = { haproxy: "binary" in haproxy, haproxySplice: haproxySplice !== undefined }
     const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
     const commit = git(["rev-parse", "--short", "HEAD"])
     const revision = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
     const facts = machine()
     const notes = [
       `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
-      `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}.`,
+      `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}` +
+        `${haproxySplice === undefined ? "" : "; for the bulk rows \"HAProxy splicing\", a second HAProxy with option splice-request and option splice-response"}.`,
       `- Portal: commit ${revision}, run as \`${["node", ...PORTAL_NODE_FLAGS, ...portalFlags, "dist/main.js"].join(" ")}\`, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
       pinned
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}.`

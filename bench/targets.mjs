@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The four targets a scenario runs against: the backend directly, HAProxy in `mode tcp`, Portal `passthrough` and
- * Portal `zero_copy`. Each proxy is a process of its own, pinned to the proxy CPU, its output kept in a log file.
+ * Portal `zero_copy`; and, for the bulk scenario only, HAProxy splicing. Each proxy is a process of its own, pinned to the proxy CPU, its output kept in a log file.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { accessSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs"
@@ -102,11 +102,14 @@ export const portalTarget = async (spec) => {
 }
 
 /**
- * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined }} spec
+ * HAProxy in `mode tcp`. With `splice`, it relays with splice(2) too (`option splice-request` and `splice-response`):
+ * the bulk scenario's reference for what splicing costs the load on loopback, whoever does it.
+ * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined, splice?: boolean }} spec
  * @returns {Promise<Target>}
  */
 export const haproxyTarget = async (spec) => {
-  const config = path.join(spec.dir, "haproxy.cfg")
+  const name = spec.splice === true ? "haproxy_splice" : "haproxy"
+  const config = path.join(spec.dir, `${name}.cfg`)
   writeFileSync(
     config,
     [
@@ -117,6 +120,7 @@ export const haproxyTarget = async (spec) => {
       "    timeout connect 5s",
       "    timeout client 10m",
       "    timeout server 10m",
+      ...(spec.splice === true ? ["    option splice-request", "    option splice-response"] : []),
       "frontend bench",
       `    bind 127.0.0.1:${spec.port}`,
       "    default_backend backend",
@@ -127,16 +131,16 @@ export const haproxyTarget = async (spec) => {
   )
   const start = () =>
     startProcess({
-      name: "HAProxy",
+      name: spec.splice === true ? "HAProxy (splice)" : "HAProxy",
       command: spec.binary,
       args: ["-f", config, "-db"],
       port: spec.port,
-      logFile: path.join(spec.dir, "haproxy.log"),
+      logFile: path.join(spec.dir, `${name}.log`),
       cpu: spec.cpu
     })
   let running = await start()
   return {
-    name: "haproxy",
+    name,
     port: spec.port,
     pid: () => running.pid,
     restart: async () => {

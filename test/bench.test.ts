@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest"
 const SCENARIO_ROWS = [
   "| 1. Bulk relay | throughput",
   "| 1. Bulk relay | proxy CPU per GiB",
+  "| 1. Bulk relay | throughput, HAProxy splicing",
   "| 2. Game-shaped load | round trip p99",
   "| 2. Game-shaped load | added p99 over direct",
   "| 3. Connection rate | logins per second",
