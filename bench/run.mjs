@@ -25,8 +25,8 @@ import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, PORTAL_NO
 
 const LOAD_CPU = 0
 const PROXY_CPU = 1
-/** Descriptors a proxy holds per relayed session: client and backend sockets, plus two pipes and two dups for splice. */
-const FDS_PER_SESSION = { haproxy: 2, passthrough: 2, zero_copy: 4 }
+/** Descriptors a proxy holds per idle relayed session: client and backend sockets (zero_copy lends pipes only to bursts). */
+const FDS_PER_SESSION = { haproxy: 2, passthrough: 2, zero_copy: 2 }
 /** Descriptors kept aside for everything else a process opens. */
 const FD_RESERVE = 200
 

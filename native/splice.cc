@@ -1,9 +1,15 @@
 // portal_splice: relays bytes between two connected TCP sockets with splice(2) through a kernel pipe per direction,
 // so relayed bytes never reach JavaScript. Used by the zero_copy proxy mode (src/services/relay/zeroCopy.ts).
 //
-// Ownership: start() dups both socket fds; the dups belong to the relay from then on, which closes them before
-// reporting completion. Node keeps its own fds and closes them when JS destroys the sockets, so a connection closes
-// once both have let go.
+// Ownership: the relay borrows both socket fds from Node, which keeps owning them and alone closes them. The relay
+// must never touch an fd after Node closed it, since the number may already name another player's connection:
+// - JS releases a session (release()) before it destroys either socket; a session that ends on its own reports to
+//   JS first, which then destroys both.
+// - At environment teardown Node closes every socket before the relay's cleanup hook runs, and the event loop can
+//   run in between. Epoll events cannot name a closed fd (closing it removes it from the epoll set), so only the
+//   steps that no event drives (sessions past their budget, pipe retries, flush deadlines) could; they first check
+//   that both fds are still registered, and abandon the session without another system call otherwise.
+// Borrowing rather than duplicating costs an idle session no fd of the relay's own, and a login no dup and close.
 //
 // Pipes are lent, not owned: most sessions are idle most of the time, and a pipe per direction would cost each of
 // them two more fds for nothing. A direction takes an empty pipe from the relay's pool (or a new one) when its source
@@ -34,7 +40,6 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,7 +193,7 @@ struct Session {
   bool waitingForPipe = false;  // on the relay's list of sessions with a direction that could not get a pipe
   Reason reason = Reason::Error;
   int error = 0;
-  int socket[2] = {-1, -1};               // dups of the client and backend fds
+  int socket[2] = {-1, -1};               // the client and backend fds, borrowed from Node (never closed here)
   // pipe[source side] = {read end, write end}, lent by the relay while bytes are in flight; -1 when none.
   int pipe[2][2] = {{-1, -1}, {-1, -1}};
 
@@ -196,7 +201,7 @@ struct Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session() {
-    closeFds();
+    closePipes();
     instance->release();
   }
 
@@ -205,8 +210,7 @@ struct Session {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
-  void closeFds() {
-    for (int& fd : socket) closeFd(std::exchange(fd, -1));
+  void closePipes() {
     for (auto& ends : pipe)
       for (int& fd : ends) closeFd(std::exchange(fd, -1));
   }
@@ -235,30 +239,25 @@ struct SessionRef {
   Session* take() { return std::exchange(session, nullptr); }
 };
 
-// A non-blocking close-on-exec dup of a socket fd, or -1 with `error` set. The dup shares the file status flags:
-// Node's sockets are non-blocking already, so O_NONBLOCK is set only when it is missing.
-int dupSocket(int fd, std::string& error) {
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    error = "fd " + std::to_string(fd) + " is not a socket";
-    return -1;
-  }
-  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  int flags = copy < 0 ? -1 : fcntl(copy, F_GETFL);
-  if (flags < 0 || ((flags & O_NONBLOCK) == 0 && fcntl(copy, F_SETFL, flags | O_NONBLOCK) != 0)) {
-    error = std::string("cannot duplicate fd ") + std::to_string(fd) + ": " + strerror(errno);
-    closeFd(copy);
-    return -1;
-  }
-  return copy;
+// Whether `fd` is open and non-blocking (Node's sockets are): a blocking one would stall the event loop. Not being a
+// socket shows when epoll refuses it or a splice fails, and ends the session with an error.
+bool usableFd(int fd, std::string& error) {
+  int flags = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+  if (flags < 0) error = "fd " + std::to_string(fd) + " is not open";
+  else if ((flags & O_NONBLOCK) == 0) error = "fd " + std::to_string(fd) + " is in blocking mode";
+  else return true;
+  return false;
 }
 
-// Dups both sockets; false with `error` set (the session closes what it got). Pipes come later, with bytes.
+// Borrows both sockets; false with `error` set. Pipes come later, with bytes.
 bool openSession(Session& session, int clientFd, int backendFd, std::string& error) {
-  session.socket[kClient] = dupSocket(clientFd, error);
-  if (session.socket[kClient] < 0) return false;
-  session.socket[kBackend] = dupSocket(backendFd, error);
-  if (session.socket[kBackend] < 0) return false;
+  if (clientFd == backendFd) {
+    error = "the client and backend fds are the same";
+    return false;
+  }
+  if (!usableFd(clientFd, error) || !usableFd(backendFd, error)) return false;
+  session.socket[kClient] = clientFd;
+  session.socket[kBackend] = backendFd;
   int64_t now = clockMs(CLOCK_REALTIME);
   for (auto& last : session.lastReadMs) last.store(now, std::memory_order_relaxed);
   return true;
@@ -324,6 +323,21 @@ class Relay {
     refresh();
   }
 
+  // JS is about to close a socket of the session: no system call touches either fd from here on, and what the
+  // pipes hold is dropped. onDone comes from the event loop, with reason "cancelled" unless the session was ending
+  // already.
+  void release(uint64_t id) {
+    auto found = sessions_.find(id);
+    if (found == sessions_.end()) return;
+    Session& session = *found->second;
+    if (!session.closing) {
+      session.reason = Reason::Cancelled;
+      session.error = 0;
+    }
+    abandon(id);
+    refresh();
+  }
+
  private:
   Relay(Instance* instance, int epoll) : instance_(instance), epoll_(epoll) {}
 
@@ -338,7 +352,7 @@ class Relay {
     for (int i = 0; i < count; ++i) ready(events[i].data.u64 >> 1, int(events[i].data.u64 & 1), events[i].events);
     std::vector<uint64_t> again;
     again.swap(again_);
-    for (uint64_t id : again) pump(id);
+    for (uint64_t id : again) pumpOwned(id);
     retryStarved();
     expire();
     report();
@@ -368,7 +382,7 @@ class Relay {
     }
   }
 
-  // Environment teardown: every session ends with no report, its fds closed; then the handles close.
+  // Environment teardown: every session ends with no report and its pipes closed; then the handles close.
   static void onCleanup(napi_async_cleanup_hook_handle, void* data) { static_cast<Relay*>(data)->tearDown(); }
 
   void tearDown() {
@@ -377,7 +391,7 @@ class Relay {
     for (auto& [id, session] : sessions_) {
       for (auto& ends : session->pipe)
         if (ends[0] >= 0) lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
-      session->closeFds();
+      session->closePipes();  // its sockets are Node's, closed already
       session->finished.store(true);
       session->release();
     }
@@ -575,7 +589,7 @@ class Relay {
       if (found == sessions_.end()) continue;  // finished meanwhile
       found->second->waitingForPipe = false;
       pipeFailed_ = false;
-      pump(id);
+      pumpOwned(id);
       if (pipeFailed_) break;
     }
     starved_.insert(starved_.begin(), waiting.begin(), waiting.end());
@@ -677,7 +691,48 @@ class Relay {
     std::vector<uint64_t> due;
     for (const auto& [id, deadline] : closing_)
       if (deadline <= now) due.push_back(id);
-    for (uint64_t id : due) finish(id);
+    for (uint64_t id : due) {
+      if (owned(*sessions_.at(id))) finish(id);
+      else abandon(id);
+    }
+  }
+
+  // pump() for a step no epoll event drove: only while both fds are still the session's.
+  void pumpOwned(uint64_t id) {
+    auto found = sessions_.find(id);
+    if (found == sessions_.end()) return;  // finished meanwhile
+    if (owned(*found->second)) return pump(id);
+    Session& session = *found->second;
+    if (!session.closing) {
+      session.reason = Reason::Error;
+      session.error = EBADF;
+    }
+    abandon(id);
+  }
+
+  // Whether both fds still name the sockets registered for the session. Closing an fd takes it out of the epoll set,
+  // and a number reused since names another file, which is not in the set either (no session is started meanwhile:
+  // that needs JS, and JS releases a session before it closes its sockets). Re-arming reports nothing new.
+  bool owned(const Session& session) {
+    for (int side : {kClient, kBackend}) {
+      epoll_event event{};
+      event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      event.data.u64 = session.id << 1 | uint64_t(side);
+      if (epoll_ctl(epoll_, EPOLL_CTL_MOD, session.socket[side], &event) != 0) return false;
+    }
+    return true;
+  }
+
+  // Ends a session without another system call on its sockets, which Node closed or is about to close: pipes that
+  // hold bytes close with it. Its epoll registrations go when Node closes the fds; their events name a session that
+  // is gone and are ignored.
+  void abandon(uint64_t id) {
+    auto found = sessions_.find(id);
+    if (found == sessions_.end()) return;
+    Session* session = found->second;
+    sessions_.erase(found);
+    closing_.erase(id);
+    settle(*session);
   }
 
   void finish(uint64_t id) {
@@ -685,20 +740,25 @@ class Relay {
     Session* session = found->second;
     sessions_.erase(found);
     closing_.erase(id);
-    // Node still holds the same sockets, so closing the dups leaves them registered here until Node closes them
-    // (right after it hears of the end): their events name a session that is gone and are ignored.
-    // Sides still writable (a cancel, the healthy side after an error, an expired deadline) get FIN after what they
-    // accepted, rather than whatever closing the last fd would send.
+    // The sockets stay registered here until Node closes them (right after JS hears of the end): their events name a
+    // session that is gone and are ignored. Sides still writable (a cancel, the healthy side after an error, an
+    // expired deadline) get FIN after what they accepted, rather than whatever closing the socket would send.
     for (int side : {kClient, kBackend}) shutdownWrite(*session, side);
-    // Empty pipes go back to the pool; one still holding bytes that no destination takes closes with the session.
+    settle(*session);
+  }
+
+  // The end of every session: empty pipes go back to the pool, one still holding bytes that no destination takes
+  // closes with the session, and the completion waits for the end of the step: never reported from inside a call
+  // from JS.
+  void settle(Session& session) {
     for (int side : {kClient, kBackend}) {
-      returnPipe(*session, side);
-      if (session->pipe[side][0] >= 0) lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
+      returnPipe(session, side);
+      if (session.pipe[side][0] >= 0) lentPipeCount.fetch_sub(1, std::memory_order_relaxed);
     }
-    session->closeFds();  // before JS hears of it
-    retryNow_ = true;     // its fds are free for a pipe
-    session->finished.store(true);
-    done_.push_back(session);  // reported at the end of the step, never from inside a call from JS
+    session.closePipes();
+    retryNow_ = true;  // its pipes' fds are free for another
+    session.finished.store(true);
+    done_.push_back(&session);
   }
 
   Instance* const instance_;  // referenced
@@ -856,8 +916,8 @@ bool ensureCallbacks(napi_env env, Instance& instance) {
          napi_create_reference(env, callbacks, 1, &instance.callbacks) == napi_ok;
 }
 
-// start(clientFd, backendFd, onDone(result)) -> handle. Dups the fds: the caller keeps its own. The relay adopts the
-// session at the next wake().
+// start(clientFd, backendFd, onDone(result)) -> handle. Borrows the fds: they stay the caller's, who must not close
+// either before onDone, or before release() (see the top of this file).
 napi_value Start(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value args[3];
@@ -902,7 +962,7 @@ napi_value Start(napi_env env, napi_callback_info info) {
   session->retain();  // the handle's
   if (napi_type_tag_object(env, handle, &kHandleTag) != napi_ok) {
     takeCallback(env, instance, slot);
-    session->closeFds();  // the handle keeps the memory until it is collected, not the fds
+    session->closePipes();  // the handle keeps the memory until it is collected, not the fds
     return throwError(env, "cannot tag a session handle");
   }
 
@@ -955,6 +1015,15 @@ napi_value Cancel(napi_env env, napi_callback_info info) {
   Session* session = sessionOf(env, info);
   if (session != nullptr && !session->finished.load() && session->instance->relay != nullptr)
     session->instance->relay->cancel(session->id);
+  return nullptr;
+}
+
+// release(handle): the relay lets go of both fds at once, before the caller closes one; idempotent. Completion still
+// arrives through onDone.
+napi_value Release(napi_env env, napi_callback_info info) {
+  Session* session = sessionOf(env, info);
+  if (session != nullptr && !session->finished.load() && session->instance->relay != nullptr)
+    session->instance->relay->release(session->id);
   return nullptr;
 }
 
@@ -1086,6 +1155,7 @@ NAPI_MODULE_INIT() {
       {"start", nullptr, Start, nullptr, nullptr, nullptr, napi_enumerable, instance},
       {"stats", nullptr, Stats, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cancel", nullptr, Cancel, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"release", nullptr, Release, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"statsInto", nullptr, StatsInto, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

@@ -10,14 +10,20 @@ import type { SpliceResult, SpliceStats } from "../relay/zeroCopy.js"
 
 /** What native/splice.cc exports; session handles are opaque. */
 export interface NativeAddon {
-  /** Starts relaying a session; onDone runs from the event loop once it has ended, never from inside a call. */
+  /**
+   * Starts relaying a session; onDone runs from the event loop once it has ended, never from inside a call. The fds
+   * stay the caller's, who must not close either before onDone or a release().
+   */
   start(clientFd: number, backendFd: number, onDone: (result: SpliceResult) => void): object
   stats(handle: object): SpliceStats
   /** stats() into a Float64Array of 6, in the order of `SpliceCounter`. */
   statsInto(handle: object, out: Float64Array): void
   /** One non-blocking send(2) of the first `length` bytes: how many the kernel took (0 when full), or -errno. */
   send(fd: number, bytes: Uint8Array, length: number): number
+  /** Flushes what the destinations take now, then ends the session; onDone follows. */
   cancel(handle: object): void
+  /** Lets go of both fds at once, dropping what the pipes hold, before the caller closes either; onDone follows. */
+  release(handle: object): void
   /** SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT; throws an Error with the errno name as `code`. */
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
   /** Diagnostics and tests only: the keepalive settings the kernel holds for a socket (seconds, probes). */

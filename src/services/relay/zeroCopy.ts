@@ -59,7 +59,10 @@ let support: SpliceSupport | undefined
 export const spliceSupport = (): SpliceSupport =>
   (support ??= (() => {
     const result = loadNativeAddon()
-    return "addon" in result ? { available: true } : { available: false, reason: result.reason }
+    if (!("addon" in result)) return { available: false, reason: result.reason }
+    if (typeof result.addon.release !== "function")
+      return { available: false, reason: "the addon has no release() (built by an older version; run npm run install)" }
+    return { available: true }
   })())
 
 const socketFd = (socket: Socket, side: string): number => {
@@ -130,7 +133,9 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
 
 /** Where a spliced socket keeps its session, for the listeners shared by every socket. */
 const SESSION = Symbol("portal.spliceSession")
-type SplicedSocket = Socket & { [SESSION]?: SpliceRelaySession }
+/** The socket's own `_destroy`, which destroySpliced calls after the relay has let go. */
+const ORIGINAL_DESTROY = Symbol("portal.originalDestroy")
+type SplicedSocket = Socket & { [SESSION]?: SpliceRelaySession; [ORIGINAL_DESTROY]?: Socket["_destroy"] }
 
 /** Sessions whose sockets are flushed, started together from one microtask after the code that handed them over. */
 let beginning: Array<SpliceRelaySession> = []
@@ -151,6 +156,17 @@ function onSplicedError(this: SplicedSocket, error: Error): void {
 /** A spliced socket closed from Portal's side (destroyed): the session ends. */
 function onSplicedClose(this: SplicedSocket): void {
   this[SESSION]?.closed(this)
+}
+
+/**
+ * `_destroy` of a spliced socket: the relay borrows the socket's fd, so it must let go before Node closes it, or a
+ * connection that gets the same fd number next could receive this one's bytes.
+ */
+function destroySpliced(this: SplicedSocket, error: Error | null, callback: (error?: Error | null) => void): void {
+  this[SESSION]?.release()
+  const original = this[ORIGINAL_DESTROY]
+  if (original === undefined) return callback(error)
+  original.call(this, error, callback)
 }
 
 /**
@@ -186,6 +202,8 @@ class SpliceRelaySession implements SpliceSession {
     }
     for (const socket of [client, backend]) {
       socket[SESSION] = this
+      socket[ORIGINAL_DESTROY] = socket._destroy
+      socket._destroy = destroySpliced
       socket.on("error", onSplicedError).on("close", onSplicedClose)
     }
     const unflushed = [client, backend].filter((socket) => !isFlushed(socket))
@@ -234,6 +252,11 @@ class SpliceRelaySession implements SpliceSession {
     if (this.final !== undefined) return
     if (this.handle === undefined) return this.finishEarly("cancelled", undefined)
     this.native.cancel(this.handle)
+  }
+
+  /** Called before a socket of the session is destroyed: the relay stops using both fds at once. */
+  release(): void {
+    if (this.final === undefined && this.handle !== undefined) this.native.release(this.handle)
   }
 
   noteError(socket: Socket, error: Error): void {
@@ -286,12 +309,14 @@ class SpliceRelaySession implements SpliceSession {
  * When one side ends cleanly, the bytes it sent flush to the other side, which then gets FIN; the other side is read
  * and discarded until it closes too (at most 2 s), so that closing its socket sends no RST that could make its peer
  * drop the last bytes unread. After an error both stop at once, past a bounded flush toward the healthy side.
- * When the session ends (`onDone`, then `done`), both sockets have been destroyed exactly once and the addon has
- * closed its duplicates of them; empty pipes go back to the relay's pool (at most 64, shared by every session).
+ * When the session ends (`onDone`, then `done`), both sockets have been destroyed exactly once; the addon only
+ * borrowed their fds and never closes them. Empty pipes go back to the relay's pool (at most 64, shared by every
+ * session).
  * Throws if spliceSupport() is not available.
  *
  * From the call on the relay owns both sockets: their 'data' and 'readable' listeners are removed and their timeouts
- * cleared. Destroying one of them meanwhile cancels the session; cancel() is the way to stop it. The sockets are
+ * cleared. Destroying one of them meanwhile ends the session at once (the relay lets go of both fds first, and what
+ * its pipes held is dropped); cancel() is the way to stop it with a flush. The sockets are
  * handed to the splice relay from a microtask, after the caller's synchronous code.
  */
 export const startSplice = (client: Socket, backend: Socket, onDone?: (result: SpliceResult) => void): SpliceSession => {
