@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * The four targets a scenario runs against: the backend directly, HAProxy in `mode tcp`, Portal `passthrough` and
- * Portal `zero_copy`; and, for the bulk scenario only, HAProxy splicing. Each proxy is a process of its own, pinned to the proxy CPU, its output kept in a log file.
+ * Portal `zero_copy`; and, for the bulk scenario only, HAProxy splicing. Each proxy is a process of its own, pinned
+ * to the proxy CPU, its output kept in a log file.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { accessSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs"
