@@ -320,8 +320,10 @@ class SpliceRelaySession implements SpliceSession {
  * handed to the splice relay from a microtask, after the caller's synchronous code.
  */
 export const startSplice = (client: Socket, backend: Socket, onDone?: (result: SpliceResult) => void): SpliceSession => {
+  const support = spliceSupport()
   const result = loadNativeAddon()
-  if (!("addon" in result)) throw new Error(`startSplice: zero_copy is unavailable: ${result.reason}`)
+  if (!support.available || !("addon" in result))
+    throw new Error(`startSplice: zero_copy is unavailable: ${support.available ? "the addon did not load" : support.reason}`)
   const clientFd = socketFd(client, "client")
   const backendFd = socketFd(backend, "backend")
   if (client === backend) throw new Error("startSplice: client and backend are the same socket")
