@@ -29,7 +29,8 @@
 // into the other side, which then gets FIN too, and what the other side still sends is read and discarded until it
 // closes as well or the grace period ends.
 //
-// setKeepAlive() sets the TCP keepalive parameters Node cannot set (interval, count) on a socket fd.
+// setKeepAlive() sets the TCP keepalive parameters Node cannot set (interval, count) on a socket fd, and setNoDelay()
+// sets TCP_NODELAY on one; Portal calls both on its listening socket, whose accepted sockets inherit them on Linux.
 
 #include <node_api.h>
 #include <uv.h>
@@ -1106,14 +1107,25 @@ napi_value SetKeepAlive(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-// getKeepAliveDiagnostic(fd) -> { enabled, idle, interval, count }: what the kernel holds, for tests and diagnostics.
+// setNoDelay(fd): TCP_NODELAY on.
+napi_value SetNoDelay(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  const int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) return throwErrno(env, "setNoDelay", errno);
+  return nullptr;
+}
+
+// getKeepAliveDiagnostic(fd) -> { enabled, idle, interval, count, noDelay }: what the kernel holds, for tests and
+// diagnostics.
 napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
   int fd;
   if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
   const std::pair<int, int> options[] = {{SOL_SOCKET, SO_KEEPALIVE}, {IPPROTO_TCP, TCP_KEEPIDLE},
-                                         {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT}};
-  int values[4];
-  for (size_t i = 0; i < 4; ++i) {
+                                         {IPPROTO_TCP, TCP_KEEPINTVL}, {IPPROTO_TCP, TCP_KEEPCNT},
+                                         {IPPROTO_TCP, TCP_NODELAY}};
+  int values[5];
+  for (size_t i = 0; i < 5; ++i) {
     socklen_t length = sizeof(int);
     if (getsockopt(fd, options[i].first, options[i].second, &values[i], &length) != 0)
       return throwErrno(env, "getKeepAliveDiagnostic", errno);
@@ -1125,6 +1137,9 @@ napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
   setNumber(env, object, "idle", values[1]);
   setNumber(env, object, "interval", values[2]);
   setNumber(env, object, "count", values[3]);
+  napi_value noDelay;
+  napi_get_boolean(env, values[4] != 0, &noDelay);
+  napi_set_named_property(env, object, "noDelay", noDelay);
   return object;
 }
 
@@ -1159,6 +1174,7 @@ NAPI_MODULE_INIT() {
       {"statsInto", nullptr, StatsInto, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"send", nullptr, Send, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"setNoDelay", nullptr, SetNoDelay, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
        nullptr},
       {"pipePoolDiagnostic", nullptr, PipePoolDiagnostic, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

@@ -1,6 +1,7 @@
 /**
- * Listener: accepts player connections on `bind`, caps them at `max_connections`, sets TCP_NODELAY and keepalive,
- * and runs each connection's Session in its own fiber. On shutdown it stops accepting, lets live sessions finish
+ * Listener: accepts player connections on `bind`, caps them at `max_connections`, sets TCP_NODELAY and keepalive
+ * (once on the listening socket, which accepted sockets inherit, where it can), and runs each connection's Session in
+ * its own fiber. On shutdown it stops accepting, lets live sessions finish
  * for a bounded time, then closes them.
  */
 import { Data, Duration, Effect, FiberSet, Stream } from "effect"
@@ -9,7 +10,7 @@ import { formatHostPort } from "../schema/HostPort.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { keepaliveParams } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { applyKeepalive } from "./native/keepalive.js"
+import { applyKeepalive, applyToListener } from "./native/keepalive.js"
 import { Relay } from "./Relay.js"
 import { Session } from "./Session.js"
 
@@ -38,12 +39,15 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
     const runFork = yield* FiberSet.runtime(fibers)<never>()
     let nextId = 0
 
-    const server = net.createServer({ pauseOnConnect: true, noDelay: true })
+    const server = net.createServer({ pauseOnConnect: true })
     let keepalive = keepaliveParams(snapshot.global)
+    // Whether accepted sockets inherit TCP_NODELAY and keepalive from the listening socket; if not, each gets them.
+    let inherited = false
     const applyLimits = (global: GlobalConfig) => {
       // Node closes a connection over the cap at once; 0 means no cap.
       server.maxConnections = global.max_connections > 0 ? global.max_connections : Number.MAX_SAFE_INTEGER
       keepalive = keepaliveParams(global)
+      if (server.listening) inherited = applyToListener(server, keepalive)
     }
     applyLimits(snapshot.global)
     yield* store.changes.pipe(
@@ -54,7 +58,10 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
     server.on("connection", (socket: net.Socket) => {
       // A socket must always have an error listener, or a reset between two reads would crash the process.
       socket.on("error", ignoreError)
-      applyKeepalive(socket, keepalive)
+      if (!inherited) {
+        socket.setNoDelay(true)
+        applyKeepalive(socket, keepalive)
+      }
       runFork(session.handle({ id: ++nextId, socket }))
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
@@ -68,6 +75,7 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
       server.once("error", onError)
       server.listen({ host: bind.host, port: bind.port }, () => {
         server.off("error", onError)
+        inherited = applyToListener(server, keepalive)
         resume(Effect.void)
       })
     })

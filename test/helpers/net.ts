@@ -29,3 +29,42 @@ export const freePort = async (host = "127.0.0.1"): Promise<number> => {
   }
   throw new Error(`no free port found between ${low} and ${high}`)
 }
+
+export interface TcpSocket {
+  readonly fd: number
+  /** "established", "listen", or the kernel's state number in hex for the others. */
+  readonly state: string
+  readonly localPort: number
+  readonly remotePort: number
+}
+
+const tcpPort = (address: string): number => parseInt(address.slice(address.lastIndexOf(":") + 1), 16)
+const tcpStates: Record<string, string> = { "01": "established", "0A": "listen" }
+
+/** This process's TCP sockets (Linux: /proc/self/net/tcp and tcp6, matched to /proc/self/fd). */
+export const ownTcpSockets = (): Array<TcpSocket> => {
+  const byInode = new Map<string, Omit<TcpSocket, "fd">>()
+  for (const table of ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) {
+    const text = fs.existsSync(table) ? fs.readFileSync(table, "utf8") : ""
+    for (const line of text.trim().split("\n").slice(1)) {
+      // Fields: slot, local address, remote address, state, ..., the socket's inode (the tenth).
+      const fields = line.trim().split(/\s+/)
+      if (fields.length < 10) continue
+      const state = tcpStates[fields[3]!] ?? fields[3]!
+      byInode.set(fields[9]!, { state, localPort: tcpPort(fields[1]!), remotePort: tcpPort(fields[2]!) })
+    }
+  }
+  const found: Array<TcpSocket> = []
+  for (const name of fs.readdirSync("/proc/self/fd")) {
+    let link: string
+    try {
+      link = fs.readlinkSync(`/proc/self/fd/${name}`)
+    } catch {
+      continue // closed since the listing
+    }
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1]
+    const socket = inode === undefined ? undefined : byInode.get(inode)
+    if (socket !== undefined) found.push({ fd: Number(name), ...socket })
+  }
+  return found
+}

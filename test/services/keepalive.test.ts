@@ -4,7 +4,7 @@ import { closeSync, openSync, readdirSync } from "node:fs"
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { loadNativeAddon, type NativeAddon } from "../../src/services/native/addon.js"
-import { applyKeepalive, keepaliveSupport } from "../../src/services/native/keepalive.js"
+import { applyKeepalive, applyToListener, keepaliveSupport } from "../../src/services/native/keepalive.js"
 
 const loaded = loadNativeAddon()
 const support = keepaliveSupport()
@@ -49,14 +49,14 @@ describe.skipIf(unavailable !== undefined)(
       for (const socket of [client, accepted]) {
         expect(addon.getKeepAliveDiagnostic(fdOf(socket)).enabled).toBe(false)
         expect(applyKeepalive(socket, { idleMs: 30_000, intervalMs: 10_000, count: 3 })).toBe("full")
-        expect(addon.getKeepAliveDiagnostic(fdOf(socket))).toEqual({ enabled: true, idle: 30, interval: 10, count: 3 })
+        expect(addon.getKeepAliveDiagnostic(fdOf(socket))).toEqual({ enabled: true, idle: 30, interval: 10, count: 3, noDelay: false })
       }
     })
 
     it("rounds to whole seconds upwards, at least 1", async () => {
       const { client } = await connection()
       expect(applyKeepalive(client, { idleMs: 1500, intervalMs: 1, count: 1 })).toBe("full")
-      expect(addon.getKeepAliveDiagnostic(fdOf(client))).toEqual({ enabled: true, idle: 2, interval: 1, count: 1 })
+      expect(addon.getKeepAliveDiagnostic(fdOf(client))).toEqual({ enabled: true, idle: 2, interval: 1, count: 1, noDelay: false })
     })
 
     it("falls back to Node's idle time for values the kernel refuses", async () => {
@@ -78,6 +78,33 @@ describe.skipIf(unavailable !== undefined)(
       expect(addon.getKeepAliveDiagnostic(fdOf(client))).toMatchObject({ enabled: true, idle: 30 })
     })
 
+    it("sets TCP_NODELAY", async () => {
+      const { client } = await connection()
+      expect(addon.getKeepAliveDiagnostic(fdOf(client)).noDelay).toBe(false)
+      addon.setNoDelay(fdOf(client))
+      expect(addon.getKeepAliveDiagnostic(fdOf(client)).noDelay).toBe(true)
+    })
+
+    it("sets a listening socket so that the sockets it accepts inherit TCP_NODELAY and keepalive", async () => {
+      const server = createServer()
+      servers.push(server)
+      const params = { idleMs: 45_000, intervalMs: 7_000, count: 4 }
+      expect(applyToListener(server, params)).toBe(false) // not listening yet: no socket
+      server.listen(0, "127.0.0.1")
+      await once(server, "listening")
+      expect(applyToListener(server, params)).toBe(true)
+      const accepted = once(server, "connection") as Promise<[Socket]>
+      const client = connect((server.address() as AddressInfo).port, "127.0.0.1")
+      sockets.push(client)
+      const [socket] = await accepted
+      sockets.push(socket)
+      expect(addon.getKeepAliveDiagnostic(fdOf(socket))).toEqual({ enabled: true, idle: 45, interval: 7, count: 4, noDelay: true })
+      // The connecting side is not the listener's: it keeps the defaults.
+      expect(addon.getKeepAliveDiagnostic(fdOf(client))).toMatchObject({ enabled: false, noDelay: false })
+      // A value the kernel refuses (more than 127 probes) reports false rather than throwing.
+      expect(applyToListener(server, { ...params, count: 1000 })).toBe(false)
+    })
+
     it("throws a TypeError for bad arguments", () => {
       const bad: Array<Array<unknown>> = [
         [],
@@ -92,6 +119,8 @@ describe.skipIf(unavailable !== undefined)(
       ]
       const setKeepAlive = addon.setKeepAlive as (...args: Array<unknown>) => void
       for (const args of bad) expect(() => setKeepAlive(...args), JSON.stringify(args)).toThrow(TypeError)
+      const setNoDelay = addon.setNoDelay as (...args: Array<unknown>) => void
+      for (const args of [[], [-1], ["3"], [1.5]]) expect(() => setNoDelay(...args), JSON.stringify(args)).toThrow(TypeError)
       const getKeepAliveDiagnostic = addon.getKeepAliveDiagnostic as (...args: Array<unknown>) => unknown
       expect(() => getKeepAliveDiagnostic()).toThrow(TypeError)
       expect(() => getKeepAliveDiagnostic({})).toThrow(TypeError)
@@ -112,6 +141,7 @@ describe.skipIf(unavailable !== undefined)(
       expect(thrown).not.toBeInstanceOf(TypeError)
       expect(thrown).toMatchObject({ code: "EBADF", message: expect.stringContaining("EBADF") })
       expect(() => addon.getKeepAliveDiagnostic(closed)).toThrow(expect.objectContaining({ code: "EBADF" }))
+      expect(() => addon.setNoDelay(closed)).toThrow(expect.objectContaining({ code: "EBADF" }))
       const file = openSync("/dev/null", "r")
       try {
         expect(() => addon.setKeepAlive(file, 30, 10, 3)).toThrow(expect.objectContaining({ code: "ENOTSOCK" }))

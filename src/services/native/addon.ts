@@ -26,8 +26,10 @@ export interface NativeAddon {
   release(handle: object): void
   /** SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT; throws an Error with the errno name as `code`. */
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
-  /** Diagnostics and tests only: the keepalive settings the kernel holds for a socket (seconds, probes). */
-  getKeepAliveDiagnostic(fd: number): { enabled: boolean; idle: number; interval: number; count: number }
+  /** TCP_NODELAY on; throws an Error with the errno name as `code`. */
+  setNoDelay(fd: number): void
+  /** Diagnostics and tests only: the keepalive settings (seconds, probes) and TCP_NODELAY the kernel holds for a socket. */
+  getKeepAliveDiagnostic(fd: number): { enabled: boolean; idle: number; interval: number; count: number; noDelay: boolean }
   /**
    * Diagnostics and tests only: the zero_copy relay's pipes, idle in its pool or lent to sessions with bytes in
    * flight, the pipe2() calls that failed (no fd left) since the process started, and the most idle pipes kept.

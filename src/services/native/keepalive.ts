@@ -1,9 +1,9 @@
 /**
- * TCP keepalive with all three parameters of Portal's `[keepalive]` configuration. Node sets only the idle time
- * (`socket.setKeepAlive(true, ms)`); the probe interval and count need setsockopt(2), done by the portal_splice addon
- * on Linux. Without the addon, sockets keep the kernel's interval and count.
+ * TCP keepalive with all three parameters of Portal's `[keepalive]` configuration, and TCP_NODELAY. Node sets only the
+ * idle time (`socket.setKeepAlive(true, ms)`); the probe interval and count need setsockopt(2), done by the
+ * portal_splice addon on Linux. Without the addon, sockets keep the kernel's interval and count.
  */
-import type { Socket } from "node:net"
+import type { Server, Socket } from "node:net"
 import { loadNativeAddon, type NativeAddon } from "./addon.js"
 import { tcpFdOf } from "./tcpHandle.js"
 
@@ -21,9 +21,9 @@ export type KeepaliveSupport = { readonly full: true } | { readonly full: false;
 const usableAddon = (): { readonly addon: NativeAddon } | { readonly reason: string } => {
   const result = loadNativeAddon()
   if (!("addon" in result)) return result
-  // An addon built by an older Portal loads but lacks the function.
-  if (typeof result.addon.setKeepAlive !== "function")
-    return { reason: "the addon has no setKeepAlive (built by an older version; run npm run install)" }
+  // An addon built by an older Portal loads but lacks the functions.
+  if (typeof result.addon.setKeepAlive !== "function" || typeof result.addon.setNoDelay !== "function")
+    return { reason: "the addon has no setKeepAlive or setNoDelay (built by an older version; run npm run install)" }
   return result
 }
 
@@ -39,6 +39,10 @@ export const keepaliveSupport = (): KeepaliveSupport =>
 /** The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. */
 const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
 
+/** Keepalive on the fd with all three parameters, in the kernel's units; throws what the addon throws. */
+const setKeepAlive = (addon: NativeAddon, fd: number, params: KeepaliveParams): void =>
+  addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), Math.max(1, Math.ceil(params.count)))
+
 /**
  * Turns keepalive on with all three parameters through the addon (SO_KEEPALIVE included), or, where it cannot,
  * with Node's idle time only. Returns "full" when the addon set them, "idle_only" when only Node's idle time applies
@@ -51,8 +55,7 @@ export const applyKeepalive = (socket: Socket, params: KeepaliveParams): "full" 
   const fd = tcpFdOf(socket)
   if ("addon" in found && fd !== undefined) {
     try {
-      const count = Math.max(1, Math.ceil(params.count))
-      found.addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), count)
+      setKeepAlive(found.addon, fd, params)
       return "full"
     } catch {
       // fall through to Node's idle time
@@ -60,4 +63,23 @@ export const applyKeepalive = (socket: Socket, params: KeepaliveParams): "full" 
   }
   socket.setKeepAlive(true, params.idleMs)
   return "idle_only"
+}
+
+/**
+ * Sets keepalive, with all three parameters, and TCP_NODELAY on a listening server's socket. Linux copies them into
+ * every socket it accepts from then on and arms the keepalive timer there, which saves five system calls per player.
+ * Returns false, having set nothing or only part, where it cannot (no addon, not listening, a value the kernel
+ * refuses): the caller then sets them on each accepted socket. Never throws.
+ */
+export const applyToListener = (server: Server, params: KeepaliveParams): boolean => {
+  const found = usableAddon()
+  const fd = (server as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd
+  if (!("addon" in found) || process.platform !== "linux" || typeof fd !== "number" || fd < 0) return false
+  try {
+    setKeepAlive(found.addon, fd, params)
+    found.addon.setNoDelay(fd)
+    return true
+  } catch {
+    return false
+  }
 }
