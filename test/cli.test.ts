@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
+import { keepaliveSupport } from "../src/services/native/keepalive.js"
 import { MAIN, nodeFlagsOf, runPortal, startPortal } from "./helpers/process.js"
 import { makeConfigDir } from "./helpers/tempdir.js"
 
@@ -46,6 +47,17 @@ describe("--check", () => {
     const result = runPortal(["--check", "--config", dir.configFile])
     expect(result.status).toBe(0)
     expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\]: OpenTelemetry export is not active yet/)
+  })
+
+  it("notes keepalive values the kernel refuses", () => {
+    const dir = makeConfigDir(`[keepalive]\nretries = 200`)
+    const result = runPortal(["--check", "--config", dir.configFile])
+    expect(result.status).toBe(0)
+    expect(result.stdout).toMatch(
+      keepaliveSupport().full ? /\[keepalive\]: Linux refuses retries above 127/ : /\[keepalive\]: interval and retries need the native addon/
+    )
+    const within = runPortal(["--check", "--config", makeConfigDir(`[keepalive]\nretries = 127\ntime = "9h"`).configFile])
+    expect(within.stdout).not.toMatch(/\[keepalive\]: Linux refuses/)
   })
 })
 

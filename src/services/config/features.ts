@@ -2,6 +2,7 @@
  * Configured features that this build of Portal decodes and validates but does not run yet.
  * The startup log and `--check` list them so that nothing configured silently pretends to work.
  */
+import { Duration } from "effect"
 import type { ServerDefinition } from "../../schema/decode.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"
@@ -13,6 +14,12 @@ export interface InactiveFeature {
   readonly where: string
   readonly what: string
 }
+
+/** What setsockopt(2) accepts on Linux: TCP_KEEPCNT up to 127, TCP_KEEPIDLE and TCP_KEEPINTVL up to 32767 seconds. */
+const withinKernelLimits = (global: GlobalConfig): boolean =>
+  global.keepalive.retries <= 127 &&
+  Math.ceil(Duration.toMillis(global.keepalive.time) / 1000) <= 32767 &&
+  Math.ceil(Duration.toMillis(global.keepalive.interval) / 1000) <= 32767
 
 export const inactiveFeatures = (
   global: GlobalConfig,
@@ -35,6 +42,9 @@ export const inactiveFeatures = (
   }
   const keepalive = keepaliveSupport()
   if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
+  else if (!withinKernelLimits(global)) {
+    add("[keepalive]", "Linux refuses retries above 127 and a time or interval above 32767s; connections keep the kernel's values for what it refuses")
+  }
   const list = [...servers]
   const spliceWanted = list.filter((server) => server.config.proxy_mode === "zero_copy")
   const splice = spliceSupport()
