@@ -1,8 +1,7 @@
 /**
  * Listener: accepts player connections on `bind`, caps them at `max_connections`, sets TCP_NODELAY and keepalive
  * (once on the listening socket, which accepted sockets inherit, where it can), and runs each connection's Session in
- * its own fiber. On shutdown it stops accepting, lets live sessions finish
- * for a bounded time, then closes them.
+ * its own fiber. On shutdown it stops accepting, lets live sessions finish for a bounded time, then closes them.
  */
 import { Data, Duration, Effect, FiberSet, Stream } from "effect"
 import * as net from "node:net"
