@@ -76,7 +76,7 @@ const PLAN = smoke
     }
   : {
       rounds: 5,
-      gameRounds: 3,
+      gameRounds: 5,
       memoryRounds: 3,
       bulk: { warmMs: 1000, windowMs: 3000, count: 1, concurrency: 1 },
       game: { warmMs: 2000, windowMs: 4000, count: 1000, concurrency: 100 },
