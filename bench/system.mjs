@@ -41,8 +41,12 @@ export const pin = (pid, cpu) => {
   if (result.status !== 0) throw new Error(`taskset failed: ${result.stderr}`)
 }
 
-/** The open-files limit of this process, raised to the hard limit first (children inherit it). */
-export const raiseFileLimit = () => {
+/**
+ * The open-files limit of this process (children inherit it), raised first: to `wanted` where the process may raise
+ * its hard limit (root, or CAP_SYS_RESOURCE), else the soft limit to the hard one.
+ * @param {number} wanted
+ */
+export const raiseFileLimit = (wanted) => {
   const read = () => {
     const match = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync("/proc/self/limits", "utf8"))
     if (match === null) throw new Error("cannot read the open-files limit")
@@ -50,7 +54,9 @@ export const raiseFileLimit = () => {
     return { soft: value(/** @type {string} */ (match[1])), hard: value(/** @type {string} */ (match[2])) }
   }
   const before = read()
-  if (before.soft < before.hard) spawnSync("prlimit", ["--pid", String(process.pid), `--nofile=${before.hard}:${before.hard}`])
+  const set = (/** @type {number} */ limit) => spawnSync("prlimit", ["--pid", String(process.pid), `--nofile=${limit}:${limit}`]).status === 0
+  if (before.hard < wanted && set(wanted)) return read()
+  if (before.soft < before.hard) set(before.hard)
   return read()
 }
 
