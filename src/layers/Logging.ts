@@ -1,5 +1,6 @@
 /** Portal's one logger: a line per event, human-readable (`pretty`) or one JSON object per line (`json`). */
-import { Cause, HashMap, Layer, List, Logger, LogLevel } from "effect"
+import { Cause, Layer, List, Logger, LogLevel } from "effect"
+import { logFieldsOf } from "../services/session/logFields.js"
 
 export type LogFormat = "pretty" | "json"
 
@@ -55,23 +56,23 @@ const writeLine = (line: string): void => {
 }
 
 export const prettyLogger = (colors: boolean) =>
-  Logger.make(({ annotations, cause, date, logLevel, message, spans }) => {
+  Logger.make(({ annotations, cause, context, date, logLevel, message, spans }) => {
     const level = logLevel.label
     const tag = colors ? `${COLORS[level] ?? ""}${level.padEnd(5)}\x1b[0m` : level.padEnd(5)
     let line = `${date.toISOString()} ${tag} ${messageText(message)}`
-    for (const [key, value] of HashMap.toEntries(annotations)) line += ` ${key}=${quoteIfNeeded(value)}`
+    for (const [key, value] of logFieldsOf({ annotations, context })) line += ` ${key}=${quoteIfNeeded(value)}`
     for (const span of List.toArray(spans)) line += ` ${span.label}=${date.getTime() - span.startTime}ms`
     if (!Cause.isEmpty(cause)) line += `\n${Cause.pretty(cause, { renderErrorCause: true })}`
     writeLine(`${line}\n`)
   })
 
-export const jsonLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+export const jsonLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
   const record: Record<string, unknown> = {
     time: date.toISOString(),
     level: logLevel.label.toLowerCase(),
     message: messageText(message)
   }
-  for (const [key, value] of HashMap.toEntries(annotations)) record[key] = value
+  for (const [key, value] of logFieldsOf({ annotations, context })) record[key] = value
   if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
   writeLine(`${JSON.stringify(record)}\n`)
 })

@@ -34,6 +34,7 @@ import { makePanel } from "./manager/panel.js"
 import { type MakeProvider, type Observation, type Provider, REQUEST_TIMEOUT } from "./manager/Provider.js"
 import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
+import { currentConnectionLog } from "./session/logFields.js"
 
 export { ProviderError } from "./manager/Provider.js"
 export type { MakeProvider, Observation, Provider, ProviderInput } from "./manager/Provider.js"
@@ -147,7 +148,11 @@ const make = (options: ServerManagerOptions) =>
 
     /** Work done for a server runs with its annotation only (not the annotations of the caller's connection). */
     const asServer = (id: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      Effect.locally(effect, FiberRef.currentLogAnnotations, HashMap.make(["server", id] as const))
+      Effect.locally(
+        Effect.locally(effect, FiberRef.currentLogAnnotations, HashMap.make(["server", id] as const)),
+        currentConnectionLog,
+        undefined
+      )
 
     const locked = <A, E, R>(entry: Entry, effect: Effect.Effect<A, E, R>) => entry.lock.withPermits(1)(effect).pipe(asServer(entry.id))
 

@@ -5,7 +5,7 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Duration, Effect, FiberRef, HashMap, LogLevel, Option, Runtime } from "effect"
+import { Cause, Duration, Effect, FiberRef, LogLevel, Option, Runtime } from "effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
@@ -36,6 +36,7 @@ import { RateLimiter } from "./RateLimiter.js"
 import { type ByteMeter, Relay, type RelayOutcome, relayTimeouts } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
+import { type ConnectionLogFields, currentConnectionLog } from "./session/logFields.js"
 import { MESSAGES } from "./session/messages.js"
 import { done, failParse, needMore, type Parse, SocketReader, writeAll } from "./session/SocketReader.js"
 import { StatusService } from "./StatusService.js"
@@ -93,17 +94,6 @@ type Opening =
   | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "MaybeLegacyPing"; readonly ping: LegacyPing }
   | { readonly _tag: "LegacyLogin" }
-
-/**
- * Adds log annotations to the running fiber for the rest of its life. A connection runs in a fiber of its own that
- * ends with it, so nothing needs restoring, and this costs a third of `Effect.annotateLogs`.
- */
-const annotate = (entries: ReadonlyArray<readonly [string, unknown]>) =>
-  FiberRef.update(FiberRef.currentLogAnnotations, (annotations) => {
-    let next = annotations
-    for (const [key, value] of entries) next = HashMap.set(next, key, value)
-    return next
-  })
 
 const noop = () => {}
 
@@ -507,16 +497,13 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       return Effect.gen(function* () {
         const snapshot = yield* store.get
         const reader = new SocketReader(socket)
-        let peer: Peer
-        if (snapshot.global.receive_proxy_protocol) {
-          yield* annotate([["conn", connection.id]])
-          peer = yield* readProxyPeer(connection, reader)
-          yield* annotate([["ip", peer.clientIp]])
-        } else {
-          peer = ownPeer(socket)
-          yield* annotate([["conn", connection.id], ["ip", peer.clientIp]])
-        }
-        return yield* serve(connection, reader, peer, snapshot, holdings)
+        // The connection's log fields, filled in as they become known. The fiber ends with the connection, so
+        // nothing needs restoring.
+        const fields: ConnectionLogFields = { conn: connection.id }
+        yield* FiberRef.set(currentConnectionLog, fields)
+        const peer = snapshot.global.receive_proxy_protocol ? yield* readProxyPeer(connection, reader) : ownPeer(socket)
+        fields.ip = peer.clientIp
+        return yield* serve(connection, reader, peer, snapshot, holdings, fields)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
         // One finalizer gives everything back, and closes the sockets unless a relay took them over.
@@ -532,7 +519,14 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       )
     }
 
-    const serve = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot, holdings: Holdings) =>
+    const serve = (
+      connection: Connection,
+      reader: SocketReader,
+      peer: Peer,
+      snapshot: ConfigSnapshot,
+      holdings: Holdings,
+      fields: ConnectionLogFields
+    ) =>
       Effect.gen(function* () {
         const socket = connection.socket
         const ip = peer.clientIp
@@ -581,7 +575,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
           return yield* disconnect(socket, MESSAGES.unknownDomain(host))
         }
-        yield* annotate([["server", server.id]])
+        fields.server = server.id
         if (!ipFilter.allowedFor(server, ip)) {
           yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
           return yield* refuse(socket, opening, MESSAGES.notAllowed)

@@ -44,6 +44,10 @@ describe("local server manager", () => {
     const joined = await join(portal.port, "local.example.com", { timeoutMs: 20_000 })
     expect(joined._tag).toBe("Joined")
     await portal.waitForLog(/local: starting -> online/)
+    // Work done for the server is logged under its name alone, though a player's login asked for it.
+    const woken = portal.logs.find((line) => /sleeping -> starting/.test(line))
+    expect(woken).toMatch(/ server=local$/)
+    expect(woken).not.toMatch(/conn=|ip=/)
     // The process's own output is logged under the server's name.
     await portal.waitForLog(/Steve joined the game.*server=local/)
     // Online: the live answer of the running process.

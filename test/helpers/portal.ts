@@ -3,6 +3,7 @@ import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterEach } from "vitest"
 import { MainLayer } from "../../src/layers/Main.js"
 import { Listener } from "../../src/services/Listener.js"
+import { logFieldsOf } from "../../src/services/session/logFields.js"
 import { waitFor } from "./wait.js"
 
 export interface RunningPortal {
@@ -22,9 +23,9 @@ process.env.PORTAL_SHUTDOWN_GRACE_MS ??= "300"
 
 export const startPortal = async (configFile: string, options: { dev?: boolean } = {}): Promise<RunningPortal> => {
   const logs: Array<string> = []
-  const capture = Logger.make(({ message, logLevel, annotations }) => {
+  const capture = Logger.make(({ message, logLevel, annotations, context }) => {
     const text = Array.isArray(message) ? message.join(" ") : String(message)
-    const fields = [...annotations].map(([key, value]) => `${key}=${String(value)}`).join(" ")
+    const fields = logFieldsOf({ annotations, context }).map(([key, value]) => `${key}=${String(value)}`).join(" ")
     logs.push(`${logLevel.label} ${text}${fields.length > 0 ? ` ${fields}` : ""}`)
   })
   const layer = MainLayer({ configFile, dev: options.dev ?? false }).pipe(

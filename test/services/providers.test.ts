@@ -15,6 +15,7 @@ import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore, type ConfigSnapshot } from "../../src/services/ConfigStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { type EnsureResult, ServerManager, type ServerManagerOptions } from "../../src/services/ServerManager.js"
+import { logFieldsOf } from "../../src/services/session/logFields.js"
 import { startFakeController } from "../peers/fakeController.js"
 import { startFakePanel } from "../peers/fakePanel.js"
 import { join, ping } from "../peers/minecraft.js"
@@ -52,9 +53,9 @@ const snapshotOf = (servers: Record<string, string>): ConfigSnapshot => ({
 
 const startManager = async (servers: Record<string, string>, options: ServerManagerOptions = {}): Promise<Harness> => {
   const logs: Array<string> = []
-  const capture = Logger.make(({ message, logLevel, annotations }) => {
+  const capture = Logger.make(({ message, logLevel, annotations, context }) => {
     const text = Array.isArray(message) ? message.join(" ") : String(message)
-    const fields = [...annotations].map(([key, value]) => `${key}=${String(value)}`).join(" ")
+    const fields = logFieldsOf({ annotations, context }).map(([key, value]) => `${key}=${String(value)}`).join(" ")
     logs.push(`${logLevel.label} ${text}${fields.length > 0 ? ` ${fields}` : ""}`)
   })
   const layer = ServerManager.Default(options).pipe(
