@@ -103,7 +103,7 @@ const rotate = (items, by) => items.map((_, i) => /** @type {T} */ (items[(i + b
 
 const main = async () => {
   if (!existsSync("dist/main.js")) throw new Error("dist/main.js is missing: run npm run build first (npm run bench does)")
-  // Each of the memory scenario's sessions takes two descriptors in a proxy (one in the generator, one in the backend).
+  // A proxy holds two descriptors per session of the memory scenario (the generator and the backend one each).
   const limits = raiseFileLimit(2 * PLAN.memory.count + 1000)
   const pinned = canPin()
   if (pinned) pin(process.pid, LOAD_CPU)

@@ -146,7 +146,7 @@ const make = (options: ServerManagerOptions) =>
     const entries = new Map<string, Entry>()
     const reconcileLock = yield* Effect.makeSemaphore(1)
 
-    /** Work done for a server runs with its annotation only (not the annotations of the caller's connection). */
+    /** Work done for a server is logged with its annotation only (not the log fields of the caller's connection). */
     const asServer = (id: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.locally(
         Effect.locally(effect, FiberRef.currentLogAnnotations, HashMap.make(["server", id] as const)),

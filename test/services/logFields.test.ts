@@ -2,7 +2,7 @@
 import { Effect, FiberRef, HashMap, Logger } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { jsonLogger, prettyLogger } from "../../src/layers/Logging.js"
-import { currentConnectionLog, logFieldsOf } from "../../src/services/session/logFields.js"
+import { type ConnectionLogFields, currentConnectionLog, logFieldsOf } from "../../src/services/session/logFields.js"
 
 const fieldsIn = (effect: Effect.Effect<HashMap.HashMap<string, unknown>>) =>
   Effect.runSync(
@@ -60,7 +60,7 @@ describe("the loggers", () => {
     })
     Effect.runSync(
       Effect.gen(function* () {
-        const fields = { conn: 12, ip: "198.51.100.7" as string | undefined, server: undefined as string | undefined }
+        const fields: ConnectionLogFields = { conn: 12, ip: "198.51.100.7" }
         yield* FiberRef.set(currentConnectionLog, fields)
         fields.server = "main"
         yield* Effect.logInfo("Steve joined main").pipe(Effect.annotateLogs("via", "10.0.0.2:25565"))

@@ -6,7 +6,7 @@
  * Why not annotations: each annotation replaces the fiber's annotation map and its fiber-local map, and at
  * connection rate the three a login made cost about as much as the rest of its fiber's own steps.
  */
-import { FiberRef, FiberRefs, HashMap } from "effect"
+import { FiberRef, FiberRefs, GlobalValue, HashMap } from "effect"
 
 export interface ConnectionLogFields {
   readonly conn: number
@@ -14,10 +14,14 @@ export interface ConnectionLogFields {
   server?: string
 }
 
-/** The running connection's fields; undefined outside a connection (and for work done on a server's behalf). */
-export const currentConnectionLog: FiberRef.FiberRef<ConnectionLogFields | undefined> = FiberRef.unsafeMake<
-  ConnectionLogFields | undefined
->(undefined)
+/**
+ * The running connection's fields; undefined outside a connection (and for work done on a server's behalf). One
+ * reference per process, even if this module is loaded twice, like Effect's own fiber references.
+ */
+export const currentConnectionLog: FiberRef.FiberRef<ConnectionLogFields | undefined> = GlobalValue.globalValue(
+  Symbol.for("portal/currentConnectionLog"),
+  () => FiberRef.unsafeMake<ConnectionLogFields | undefined>(undefined)
+)
 
 /**
  * Every field of a log line, in order: the connection's (`conn`, `ip`, `server`, those known), then the annotations.
