@@ -12,7 +12,7 @@ const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
  * @typedef {TargetName | "haproxy_splice"} SampleKey haproxy_splice: HAProxy splicing, measured in the bulk scenario only
  * @typedef {Record<string, number | undefined | string>} Sample
  * @typedef {Partial<Record<SampleKey, Array<Sample | undefined>>>} ByTarget samples indexed by round
- * @typedef {{ bulk: ByTarget, game: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
+ * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
  */
 
 /** @param {Array<number>} values */
@@ -92,6 +92,23 @@ const rows = (results) => {
       metric: "proxy CPU per GiB, HAProxy splicing (s)",
       value: spliceReference(results.bulk, "cpuPerGiB"),
       format: fixed(3),
+      measured: proxies,
+      needs: "haproxySplice"
+    },
+    // Reference rows: the bulk relay again with nothing pinned, proxies and load sharing every CPU.
+    { scenario: "1. Bulk relay", metric: "throughput, nothing pinned (MiB/s)", value: med(results.bulkUnpinned, "mibPerSecond"), format: fixed(0) },
+    {
+      scenario: "1. Bulk relay",
+      metric: "proxy CPU per GiB, nothing pinned (s)",
+      value: med(results.bulkUnpinned, "cpuPerGiB"),
+      format: fixed(3),
+      measured: proxies
+    },
+    {
+      scenario: "1. Bulk relay",
+      metric: "throughput, nothing pinned, HAProxy splicing (MiB/s)",
+      value: spliceReference(results.bulkUnpinned, "mibPerSecond"),
+      format: fixed(0),
       measured: proxies,
       needs: "haproxySplice"
     },

@@ -9,7 +9,8 @@
  * passthrough, zero_copy; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
  *
  * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
- * core and none competes with the load it serves.
+ * core and none competes with the load it serves. The bulk scenario runs a second time with nothing pinned, for
+ * reference rows.
  */
 import { fork, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -20,7 +21,7 @@ import { parseArgs } from "node:util"
 import { client } from "./ipc.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
-import { canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
+import { allCpus, canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
 import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, PORTAL_NODE_FLAGS, portalTarget } from "./targets.mjs"
 
 const LOAD_CPU = 0
@@ -171,7 +172,7 @@ const main = async () => {
     const proxies = targets.filter((target) => target.name !== "direct")
 
     /** @type {import("./report.mjs").Results} */
-    const results = { bulk: {}, game: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
+    const results = { bulk: {}, bulkUnpinned: {}, game: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
     /**
      * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
      * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
@@ -192,6 +193,21 @@ const main = async () => {
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
     if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
+    if (only.includes("bulk") && pinned) {
+      // Reference rows: the same relay with nothing pinned, as on a host where the proxy shares its cores with the
+      // servers behind it. The targets are judged on the pinned layout above.
+      const proxyPids = bulkTargets.flatMap((target) => target.pid() ?? [])
+      for (const pid of [process.pid, context.backendPid, ...proxyPids]) pin(pid, allCpus())
+      try {
+        await interleave("bulkUnpinned", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
+      } finally {
+        for (const pid of [process.pid, context.backendPid]) pin(pid, LOAD_CPU)
+        for (const target of bulkTargets) {
+          const pid = target.pid()
+          if (pid !== undefined) pin(pid, PROXY_CPU)
+        }
+      }
+    }
     if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
     if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
     if (only.includes("status")) {
@@ -220,7 +236,8 @@ const main = async () => {
         `${haproxySplice === undefined ? "" : "; for the bulk rows \"HAProxy splicing\", a second HAProxy with option splice-request and option splice-response"}.`,
       `- Portal: commit ${revision}, run as \`${["node", ...PORTAL_NODE_FLAGS, ...portalFlags, "dist/main.js"].join(" ")}\`, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
       pinned
-        ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}.`
+        ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}; ` +
+          `except in the bulk rows "nothing pinned", where every process may run on any CPU. The targets use the pinned rows.`
         : "- Not pinned (taskset missing or a single CPU): proxies and load share the CPUs.",
       `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`
     ]

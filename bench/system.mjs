@@ -35,11 +35,18 @@ export const rssBytes = (pid) => {
 /** Whether `taskset` can pin processes here (util-linux, and an affinity the kernel accepts). */
 export const canPin = () => os.cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).status === 0
 
-/** Pins every thread of a running process to one CPU; threads it starts later inherit it. @param {number} pid @param {number} cpu */
-export const pin = (pid, cpu) => {
-  const result = spawnSync("taskset", ["-a", "-p", "-c", String(cpu), String(pid)], { encoding: "utf8" })
+/**
+ * Pins every thread of a running process to CPUs (one, or a list such as `0-1`); threads and children it starts
+ * later inherit it.
+ * @param {number} pid @param {number | string} cpus
+ */
+export const pin = (pid, cpus) => {
+  const result = spawnSync("taskset", ["-a", "-p", "-c", String(cpus), String(pid)], { encoding: "utf8" })
   if (result.status !== 0) throw new Error(`taskset failed: ${result.stderr}`)
 }
+
+/** Every CPU of the machine, as taskset names them. */
+export const allCpus = () => `0-${os.cpus().length - 1}`
 
 /**
  * The open-files limit of this process (children inherit it), raised first: to `wanted` where the process may raise
