@@ -405,6 +405,19 @@ describe.skipIf(unavailable !== undefined)(
       expect(proxySockets.every((socket) => socket.destroyed)).toBe(true)
     })
 
+    it("lets go of the session from both sockets once it has ended", async () => {
+      const relay = await makeRelay()
+      const { backend, session, proxySockets } = await relay.connect()
+      const sessionOf = (socket: Socket): unknown => {
+        const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === "portal.spliceSession")
+        return key === undefined ? undefined : (socket as unknown as Record<symbol, unknown>)[key]
+      }
+      expect(proxySockets.map(sessionOf)).toEqual([session, session])
+      backend.end()
+      await session.done
+      expect(proxySockets.map(sessionOf)).toEqual([undefined, undefined])
+    })
+
     it("ends when the client closes, after delivering its last bytes", async () => {
       const relay = await makeRelay()
       const { client, backend, session } = await relay.connect()

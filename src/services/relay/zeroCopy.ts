@@ -297,6 +297,10 @@ class SpliceRelaySession implements SpliceSession {
     this.final = result
     this.client.destroy()
     this.backend.destroy()
+    // A closed socket can outlive its connection in the heap for a while; the session, and through `onDone` the
+    // relay and the login that started it, must not live on with it (they would be promoted, at connection rate).
+    this.client[SESSION] = undefined
+    this.backend[SESSION] = undefined
     this.resolveDone?.(result)
     this.onDone?.(result)
   }
