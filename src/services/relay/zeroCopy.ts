@@ -135,7 +135,7 @@ const errorText = (error: Error): string => (error as NodeJS.ErrnoException).cod
 const SESSION = Symbol("portal.spliceSession")
 /** The socket's own `_destroy`, which destroySpliced calls after the relay has let go. */
 const ORIGINAL_DESTROY = Symbol("portal.originalDestroy")
-type SplicedSocket = Socket & { [SESSION]?: SpliceRelaySession; [ORIGINAL_DESTROY]?: Socket["_destroy"] }
+type SplicedSocket = Socket & { [SESSION]?: SpliceRelaySession | undefined; [ORIGINAL_DESTROY]?: Socket["_destroy"] }
 
 /** Sessions whose sockets are flushed, started together from one microtask after the code that handed them over. */
 let beginning: Array<SpliceRelaySession> = []
