@@ -10,6 +10,7 @@ import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"
 import type { ServerDefinition } from "../schema/decode.js"
+import type { BackendAddress } from "../schema/ServerConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import { readFrame } from "../protocol/frame.js"
 import { readVarInt } from "../protocol/varint.js"
@@ -30,7 +31,7 @@ import { BanStore, banMessage } from "./BanStore.js"
 import { Balancer } from "./Balancer.js"
 import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
 import { Forwarding, forwardingModeOf } from "./Forwarding.js"
-import { PlayerRegistry } from "./PlayerRegistry.js"
+import { PlayerRegistry, type SessionLease } from "./PlayerRegistry.js"
 import { IpFilter } from "./IpFilter.js"
 import { RateLimiter } from "./RateLimiter.js"
 import { type ByteMeter, Relay, type RelayOutcome, relayTimeouts } from "./Relay.js"
@@ -87,6 +88,15 @@ interface Routed {
   readonly peer: Peer
   readonly snapshot: ConfigSnapshot
   readonly holdings: Holdings
+}
+
+/** A login that passed its checks: what the dial and the relay need. */
+interface Joining {
+  readonly routed: Routed
+  readonly start: { readonly value: LoginStart; readonly raw: Buffer }
+  /** The player as log lines name it. */
+  readonly who: string
+  readonly lease: SessionLease
 }
 
 type Opening =
@@ -329,99 +339,131 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
       })
 
-    const login = ({ connection, reader, handshake, handshakeRaw, server, peer, snapshot, holdings }: Routed) =>
-      Effect.gen(function* () {
-        const client = connection.socket
-        const start = yield* reader.read(
+    // The login path below is written with plain combinators rather than generators: a generator that has
+    // suspended keeps what it references reachable through young-generation collections, and at connection rate
+    // that carried every login's sockets and state into the old generation (docs/benchmarks.md, ninth round).
+
+    const login = (routed: Routed): Effect.Effect<void, Error> =>
+      Effect.flatMap(
+        routed.reader.read(
           "Login Start",
           MAX_LOGIN_START_FRAME_BYTES,
           HANDSHAKE_TIMEOUT_MS,
-          packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, handshake.protocolVersion))
-        )
-        // The handshake phase is over: this connection no longer counts against the flood bounds.
-        holdings.releaseSlot()
-        const player: LoginStart = start.value
-        const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
-        // The checks below read the services synchronously: each Effect step costs time at connection rate.
-        const now = clock.unsafeCurrentTimeMillis()
-        const playerBan = bans.checkPlayerAt({ name: player.name, uuid: player.uuid }, now)
-        if (playerBan !== undefined) {
-          yield* Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`)
-          return yield* disconnect(client, banMessage(playerBan, Math.floor(now / 1000)))
-        }
-        if (server.config.proxy_mode === "client_only") {
-          yield* Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`)
-          return yield* disconnect(client, MESSAGES.clientOnlyUnavailable)
-        }
-        if (forwardingModeOf(server, snapshot.global) === "modern") {
-          yield* Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`)
-          return yield* disconnect(client, MESSAGES.forwardingUnavailable)
-        }
-        const max = server.config.max_players
-        if (max > 0 && registry.countForNow(server.id) >= max) {
-          yield* Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`)
-          return yield* disconnect(client, MESSAGES.serverFull)
-        }
-        const lease = registry.addAt(
-          {
-            id: connection.id,
-            serverId: server.id,
-            clientAddress: peer.clientIp,
-            clientPort: peer.clientPort,
-            protocolVersion: handshake.protocolVersion,
-            name: player.name,
-            uuid: player.uuid
-          },
-          now
-        )
-        // Released when the connection ends before the relay; the relay releases them once it has taken over.
-        const releases = holdings.leases
-        releases.push(lease.release)
+          packet(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, routed.handshake.protocolVersion))
+        ),
+        (start) => admit(routed, start)
+      )
 
-        if (manager.manages(server.id)) {
-          const wake = yield* manager.ensureOnline(server.id)
-          if (wake._tag === "Starting") {
-            yield* Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`)
-            return yield* disconnect(client, MESSAGES.starting)
-          }
-          if (wake._tag === "Unavailable") {
-            yield* Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`)
-            return yield* disconnect(client, server.config.disconnect_message)
-          }
+    /** The checks a login passes before Portal dials its backend, all synchronous. */
+    const admit = (routed: Routed, start: { readonly value: LoginStart; readonly raw: Buffer }): Effect.Effect<void, Error> => {
+      const { connection, handshake, server, peer, holdings } = routed
+      const client = connection.socket
+      // The handshake phase is over: this connection no longer counts against the flood bounds.
+      holdings.releaseSlot()
+      const player = start.value
+      const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+      const now = clock.unsafeCurrentTimeMillis()
+      const playerBan = bans.checkPlayerAt({ name: player.name, uuid: player.uuid }, now)
+      if (playerBan !== undefined) {
+        return Effect.zipRight(Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), disconnect(client, banMessage(playerBan, Math.floor(now / 1000))))
+      }
+      if (server.config.proxy_mode === "client_only") {
+        return Effect.zipRight(
+          Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`),
+          disconnect(client, MESSAGES.clientOnlyUnavailable)
+        )
+      }
+      if (forwardingModeOf(server, routed.snapshot.global) === "modern") {
+        return Effect.zipRight(Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), disconnect(client, MESSAGES.forwardingUnavailable))
+      }
+      const max = server.config.max_players
+      if (max > 0 && registry.countForNow(server.id) >= max) {
+        return Effect.zipRight(Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`), disconnect(client, MESSAGES.serverFull))
+      }
+      const lease = registry.addAt(
+        {
+          id: connection.id,
+          serverId: server.id,
+          clientAddress: peer.clientIp,
+          clientPort: peer.clientPort,
+          protocolVersion: handshake.protocolVersion,
+          name: player.name,
+          uuid: player.uuid
+        },
+        now
+      )
+      // Released when the connection ends before the relay; the relay releases them once it has taken over.
+      holdings.leases.push(lease.release)
+      const joining: Joining = { routed, start, who, lease }
+      if (!manager.manages(server.id)) return dial(joining)
+      return Effect.flatMap(manager.ensureOnline(server.id), (wake) => {
+        if (wake._tag === "Starting") {
+          return Effect.zipRight(Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), disconnect(client, MESSAGES.starting))
         }
-        const dialed = yield* Effect.either(backend.dial(server, snapshot.global))
+        if (wake._tag === "Unavailable") {
+          return Effect.zipRight(
+            Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
+            disconnect(client, server.config.disconnect_message)
+          )
+        }
+        return dial(joining)
+      })
+    }
+
+    /** Connects to the backend, then asks Forwarding for the handshake the backend must see. */
+    const dial = (joining: Joining): Effect.Effect<void, Error> => {
+      const { server, snapshot, connection } = joining.routed
+      const client = connection.socket
+      return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global)), (dialed) => {
         if (dialed._tag === "Left") {
-          yield* Effect.logWarning(`${who} could not join ${server.id}: ${dialed.left.message}`)
-          return yield* disconnect(client, server.config.disconnect_message)
+          return Effect.zipRight(
+            Effect.logWarning(`${joining.who} could not join ${server.id}: ${dialed.left.message}`),
+            disconnect(client, server.config.disconnect_message)
+          )
         }
         const { socket: backendSocket, address, failures } = dialed.right
-        holdings.backend = backendSocket
-        if (failures.length > 0) yield* backend.logFailures(server, failures)
-        const handshakeBytes = yield* Effect.either(
-          forwarding.backendHandshake({
-            server,
-            global: snapshot.global,
-            handshake,
-            raw: handshakeRaw,
-            backend: address,
-            clientIp: peer.clientIp,
-            login: player
-          })
+        joining.routed.holdings.backend = backendSocket
+        const handshakeBytes = Effect.suspend(() =>
+          Effect.either(
+            forwarding.backendHandshake({
+              server,
+              global: snapshot.global,
+              handshake: joining.routed.handshake,
+              raw: joining.routed.handshakeRaw,
+              backend: address,
+              clientIp: joining.routed.peer.clientIp,
+              login: joining.start.value
+            })
+          )
         )
-        if (handshakeBytes._tag === "Left") {
-          yield* Effect.logError(`${who} could not join ${server.id}: ${handshakeBytes.left.message}`)
-          return yield* disconnect(client, MESSAGES.forwardingUnavailable)
-        }
-        releases.push(balancer.acquireNow(server.id, address))
-        const preamble = preambleFor(server, peer)
-        const replay = [handshakeBytes.right, start.raw, reader.takeBuffered()]
-        // Not waited for: the relay starts at once and reports a failed write as the backend's error.
-        backendSocket.write(Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
+        const replayed = Effect.flatMap(handshakeBytes, (bytes) => {
+          if (bytes._tag === "Left") {
+            return Effect.zipRight(
+              Effect.logError(`${joining.who} could not join ${server.id}: ${bytes.left.message}`),
+              disconnect(client, MESSAGES.forwardingUnavailable)
+            )
+          }
+          return join(joining, backendSocket, address, bytes.right)
+        })
+        return failures.length > 0 ? Effect.zipRight(backend.logFailures(server, failures), replayed) : replayed
+      })
+    }
 
-        const zeroCopy = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
-        const via = formatHostPort(address)
-        if (infoLogged) yield* Effect.logInfo(`${who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`)
-        // From here the relay owns both sockets and the leases, and this fiber ends.
+    /** Replays the login to the backend and hands both sockets to the relay; the connection's fiber ends here. */
+    const join = (joining: Joining, backendSocket: Socket, address: BackendAddress, handshakeBytes: Buffer): Effect.Effect<void> => {
+      const { connection, server, peer, reader, holdings } = joining.routed
+      const client = connection.socket
+      const releases = holdings.leases
+      releases.push(balancer.acquireNow(server.id, address))
+      const preamble = preambleFor(server, peer)
+      const replay = [handshakeBytes, joining.start.raw, reader.takeBuffered()]
+      // Not waited for: the relay starts at once and reports a failed write as the backend's error.
+      backendSocket.write(Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
+
+      const zeroCopy = server.config.proxy_mode === "zero_copy" && relay.zeroCopySupport().available
+      const via = formatHostPort(address)
+      // From here the relay owns both sockets and the leases, and this fiber ends.
+      const startRelay = () => {
         const meters: { current: ByteMeter | undefined } = { current: undefined }
         connection.relayed = true
         const meter = relay.startNow({
@@ -429,11 +471,17 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
           backend: backendSocket,
           timeouts: relayTimeouts(server.config.timeouts.read, server.config.timeouts.write),
           zeroCopy,
-          onEnd: relayEnded(who, server.id, { conn: connection.id, ip: peer.clientIp, server: server.id }, releases, meters)
+          onEnd: relayEnded(joining.who, server.id, { conn: connection.id, ip: peer.clientIp, server: server.id }, releases, meters)
         })
         meters.current = meter
-        lease.attachBackend(via, meter)
-      })
+        joining.lease.attachBackend(via, meter)
+      }
+      if (!infoLogged) {
+        startRelay()
+        return Effect.void
+      }
+      return Effect.map(Effect.logInfo(`${joining.who} joined ${server.id} via ${via}${zeroCopy ? " (zero_copy)" : ""}`), startRelay)
+    }
 
     /**
      * What runs when a player's relay ends: gives the leases back and logs the "left" line. Made out here, from
@@ -494,16 +542,19 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const handle = (connection: Connection): Effect.Effect<void> => {
       const socket = connection.socket
       const holdings: Holdings = { releaseSlot: noop, leases: [] }
-      return Effect.gen(function* () {
-        const snapshot = yield* store.get
+      // The connection's log fields, filled in as they become known. The fiber ends with the connection, so nothing
+      // needs restoring.
+      const fields: ConnectionLogFields = { conn: connection.id }
+      return Effect.flatMap(store.get, (snapshot) => {
         const reader = new SocketReader(socket)
-        // The connection's log fields, filled in as they become known. The fiber ends with the connection, so
-        // nothing needs restoring.
-        const fields: ConnectionLogFields = { conn: connection.id }
-        yield* FiberRef.set(currentConnectionLog, fields)
-        const peer = snapshot.global.receive_proxy_protocol ? yield* readProxyPeer(connection, reader) : ownPeer(socket)
-        fields.ip = peer.clientIp
-        return yield* serve(connection, reader, peer, snapshot, holdings, fields)
+        const peer = snapshot.global.receive_proxy_protocol ? readProxyPeer(connection, reader) : Effect.succeed(ownPeer(socket))
+        return Effect.zipRight(
+          FiberRef.set(currentConnectionLog, fields),
+          Effect.flatMap(peer, (found) => {
+            fields.ip = found.clientIp
+            return serve(connection, reader, found, snapshot, holdings, fields)
+          })
+        )
       }).pipe(
         Effect.catchAllCause((cause) => Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined))),
         // One finalizer gives everything back, and closes the sockets unless a relay took them over.
@@ -519,6 +570,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       )
     }
 
+    /** The flood bounds, the global filter and bans, then the handshake. */
     const serve = (
       connection: Connection,
       reader: SocketReader,
@@ -526,63 +578,70 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       snapshot: ConfigSnapshot,
       holdings: Holdings,
       fields: ConnectionLogFields
-    ) =>
-      Effect.gen(function* () {
-        const socket = connection.socket
-        const ip = peer.clientIp
-        const releaseSlot = rateLimiter.enterHandshakeNow(ip)
-        if (releaseSlot === undefined) {
-          yield* Effect.logDebug("too many handshakes in progress: closed")
-          return yield* closeWith(socket, undefined)
-        }
-        holdings.releaseSlot = releaseSlot
-        const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
-        const ipBan = globallyAllowed ? bans.checkIpAt(ip, clock.unsafeCurrentTimeMillis()) : undefined
-        // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
-        const opening = yield* readOpening(reader)
+    ): Effect.Effect<void, Error> => {
+      const socket = connection.socket
+      const ip = peer.clientIp
+      const releaseSlot = rateLimiter.enterHandshakeNow(ip)
+      if (releaseSlot === undefined) {
+        return Effect.zipRight(Effect.logDebug("too many handshakes in progress: closed"), closeWith(socket, undefined))
+      }
+      holdings.releaseSlot = releaseSlot
+      const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
+      const ipBan = globallyAllowed ? bans.checkIpAt(ip, clock.unsafeCurrentTimeMillis()) : undefined
+      // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
+      return Effect.flatMap(readOpening(reader), (opening) => {
         if (!globallyAllowed) {
-          yield* Effect.logInfo("refused by the global [ip_filter]")
-          return yield* refuse(socket, opening, MESSAGES.notAllowed)
+          return Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
         }
         if (ipBan !== undefined) {
-          yield* Effect.logInfo(`refused: the address is banned (${ipBan.reason})`)
-          return yield* refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000)))
+          return Effect.zipRight(
+            Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
+            Effect.suspend(() => refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000))))
+          )
         }
         switch (opening._tag) {
           case "LegacyPing":
-            if (!rateLimiter.allowAt("status", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
-              return yield* closeWith(socket, undefined)
-            }
-            return yield* answerLegacyPing(connection, opening.ping, peer, snapshot)
+            if (!rateLimiter.allowAt("status", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) return closeWith(socket, undefined)
+            return answerLegacyPing(connection, opening.ping, peer, snapshot)
           case "LegacyLogin":
-            yield* Effect.logDebug("pre-1.7 login refused")
-            return yield* closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient))
+            return Effect.zipRight(Effect.logDebug("pre-1.7 login refused"), closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient)))
         }
-        const handshake = opening.handshake
-        const { host } = splitAddress(handshake.address)
-        const isStatus = handshake.nextState === NEXT_STATE_STATUS
-        if (!rateLimiter.allowAt(isStatus ? "status" : "login", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
-          yield* (isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"))
-          return yield* refuse(socket, opening, MESSAGES.rateLimited)
-        }
-        const server = Option.getOrUndefined(router.resolveIn(snapshot, host))
-        if (server === undefined) {
-          if (snapshot.global.unknown_domain_behavior === "drop") {
-            yield* Effect.logDebug(`unknown domain "${host}": dropped`)
-            return yield* closeWith(socket, undefined)
-          }
-          if (isStatus) return yield* answerStatus(connection, reader, handshake, undefined, peer)
-          yield* Effect.logInfo(`login for unknown domain "${host}" refused`)
-          return yield* disconnect(socket, MESSAGES.unknownDomain(host))
-        }
-        fields.server = server.id
-        if (!ipFilter.allowedFor(server, ip)) {
-          yield* Effect.logInfo(`refused by the [ip_filter] of ${server.id}`)
-          return yield* refuse(socket, opening, MESSAGES.notAllowed)
-        }
-        if (isStatus) return yield* answerStatus(connection, reader, handshake, server, peer)
-        return yield* login({ connection, reader, handshake, handshakeRaw: opening.raw, server, peer, snapshot, holdings })
+        return route({ connection, reader, peer, snapshot, holdings, fields }, opening)
       })
+    }
+
+    /** A modern handshake: the rate limit, the server it names, that server's filter, then a ping or a login. */
+    const route = (
+      at: Pick<Routed, "connection" | "reader" | "peer" | "snapshot" | "holdings"> & { readonly fields: ConnectionLogFields },
+      opening: Extract<Opening, { readonly _tag: "Modern" }>
+    ): Effect.Effect<void, Error> => {
+      const { connection, reader, peer, snapshot, holdings, fields } = at
+      const socket = connection.socket
+      const ip = peer.clientIp
+      const handshake = opening.handshake
+      const { host } = splitAddress(handshake.address)
+      const isStatus = handshake.nextState === NEXT_STATE_STATUS
+      if (!rateLimiter.allowAt(isStatus ? "status" : "login", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
+        return Effect.zipRight(
+          isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"),
+          refuse(socket, opening, MESSAGES.rateLimited)
+        )
+      }
+      const server = Option.getOrUndefined(router.resolveIn(snapshot, host))
+      if (server === undefined) {
+        if (snapshot.global.unknown_domain_behavior === "drop") {
+          return Effect.zipRight(Effect.logDebug(`unknown domain "${host}": dropped`), closeWith(socket, undefined))
+        }
+        if (isStatus) return answerStatus(connection, reader, handshake, undefined, peer)
+        return Effect.zipRight(Effect.logInfo(`login for unknown domain "${host}" refused`), disconnect(socket, MESSAGES.unknownDomain(host)))
+      }
+      fields.server = server.id
+      if (!ipFilter.allowedFor(server, ip)) {
+        return Effect.zipRight(Effect.logInfo(`refused by the [ip_filter] of ${server.id}`), refuse(socket, opening, MESSAGES.notAllowed))
+      }
+      if (isStatus) return answerStatus(connection, reader, handshake, server, peer)
+      return login({ connection, reader, handshake, handshakeRaw: opening.raw, server, peer, snapshot, holdings })
+    }
 
     return { handle }
   })
