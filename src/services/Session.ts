@@ -317,27 +317,30 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
         yield* closeWith(connection.socket, encodeLegacyPingResponse(ping, toLegacyStatus(answer.json)))
       })
 
+    /** A status ping: the status request, the answer, then the ping echoed as a pong. Plain combinators, as the login path. */
     const answerStatus = (
       connection: Connection,
       reader: SocketReader,
       handshake: Handshake,
       server: ServerDefinition | undefined,
       peer: Peer
-    ) =>
-      Effect.gen(function* () {
-        yield* reader.read("the status request", 64, HANDSHAKE_TIMEOUT_MS, packet(0x00, 16, () => undefined))
-        const answer = yield* status.answer({
-          server,
-          state: server === undefined ? "online" : yield* stateOf(server),
-          handshake,
-          clientIp: peer.clientIp,
-          preamble: server === undefined ? undefined : preambleFor(server, peer)
-        })
-        yield* writeAll(connection.socket, encodeStatusResponse(answer.text))
-        yield* Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)
-        const ping = yield* reader.read("the ping", 64, HANDSHAKE_TIMEOUT_MS, packet(0x01, 16, (body) => body)).pipe(Effect.option)
-        yield* closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined)
-      })
+    ): Effect.Effect<void, Error> =>
+      reader.read("the status request", 64, HANDSHAKE_TIMEOUT_MS, packet(0x00, 16, () => undefined)).pipe(
+        Effect.zipRight(server === undefined ? Effect.succeed<ServerState>("online") : stateOf(server)),
+        Effect.flatMap((state) =>
+          status.answer({
+            server,
+            state,
+            handshake,
+            clientIp: peer.clientIp,
+            preamble: server === undefined ? undefined : preambleFor(server, peer)
+          })
+        ),
+        Effect.tap((answer) => writeAll(connection.socket, encodeStatusResponse(answer.text))),
+        Effect.flatMap((answer) => Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)),
+        Effect.zipRight(reader.read("the ping", 64, HANDSHAKE_TIMEOUT_MS, packet(0x01, 16, (body) => body)).pipe(Effect.option)),
+        Effect.flatMap((ping) => closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined))
+      )
 
     // The login path below is written with plain combinators rather than generators: a generator that has
     // suspended keeps what it references reachable through young-generation collections, and at connection rate
@@ -516,12 +519,12 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
      * The state a ping shows: the server manager's, and for a server that should be online but whose every address
      * fails its health check, `unreachable`.
      */
-    const stateOf = (server: ServerDefinition) =>
-      Effect.gen(function* () {
-        const state = yield* manager.stateOf(server.id)
-        if (state !== "online") return state
-        return (yield* balancer.anyHealthy(server)) ? state : ("unreachable" satisfies ServerState)
-      })
+    const stateOf = (server: ServerDefinition): Effect.Effect<ServerState> =>
+      Effect.flatMap(manager.stateOf(server.id), (state) =>
+        state !== "online"
+          ? Effect.succeed(state)
+          : Effect.map(balancer.anyHealthy(server), (healthy): ServerState => (healthy ? state : "unreachable"))
+      )
 
     /** Refuses a connection in the words its kind of client understands: a disconnect for logins, silence for pings. */
     const refuse = (socket: Socket, opening: Opening, message: string) => {
