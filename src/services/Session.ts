@@ -244,23 +244,25 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     })
 
     /** The client as the PROXY protocol header names it. */
-    const readProxyPeer = (connection: Connection, reader: SocketReader) =>
-      Effect.gen(function* () {
-        const own = ownPeer(connection.socket)
-        const header = yield* reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, (buffer) => {
+    const readProxyPeer = (connection: Connection, reader: SocketReader): Effect.Effect<Peer, Error> =>
+      Effect.map(
+        reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, (buffer) => {
           const read = readProxyHeader(buffer)
           if (read._tag === "Incomplete") return needMore
           if (read._tag === "Invalid") return failParse(new ProtocolError(read.reason))
           return done(read, read.length)
-        })
-        if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
-        return {
-          clientIp: normaliseIp(header.source.address),
-          clientPort: header.source.port,
-          localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
-          localPort: header.destination?.port ?? own.localPort
+        }),
+        (header): Peer => {
+          const own = ownPeer(connection.socket)
+          if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
+          return {
+            clientIp: normaliseIp(header.source.address),
+            clientPort: header.source.port,
+            localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
+            localPort: header.destination?.port ?? own.localPort
+          }
         }
-      })
+      )
 
     const readOpening = (reader: SocketReader): Effect.Effect<SettledOpening, Error> =>
       Effect.flatMap(reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening), (opening) =>
