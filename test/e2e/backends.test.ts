@@ -166,6 +166,19 @@ describe("limits and rewriting", () => {
   })
 
   it.each([
+    ["proxy_mode client_only", `proxy_mode = "client_only"`, /authentication at the proxy \(client_only\)/, /refused Steve.*: proxy_mode client_only is not available yet/],
+    ["modern forwarding", `forwarding_mode = "modern"`, /player forwarding is misconfigured/, /refused Steve.*: modern forwarding needs a packet proxy mode/]
+  ])("%s: a login is refused with its reason, and the backend never sees it", async (_, line, reason, logLine) => {
+    const backend = await startBackend("x")
+    const dir = makeConfigDir(proxyToml(), { "x.toml": `domains = ["x.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\n${line}` })
+    const portal = await startPortal(dir.configFile)
+    const refused = await join(portal.port, "x.example.com")
+    expect(refused._tag === "Kicked" && refused.reason).toMatch(reason)
+    expect(backend.handshakes).toHaveLength(0)
+    await portal.waitForLog(logLine)
+  })
+
+  it.each([
     ["none", `domain_rewrite = "none"`, () => ({ host: "play.example.com" })],
     ["from_backend", `domain_rewrite = "from_backend"`, (port: number) => ({ host: "127.0.0.1", port })],
     ["explicit", `domain_rewrite = { explicit = "internal.lan" }`, (port: number) => ({ host: "internal.lan", port })]
