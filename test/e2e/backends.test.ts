@@ -1,5 +1,5 @@
 /** Backends: failures, the status cache, balancing, limits, handshake rewriting and forwarding. */
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { offlineUuid } from "../../src/protocol/forwarding.js"
@@ -216,5 +216,18 @@ describe("limits and rewriting", () => {
     const secret = readFileSync(path.join(dir.root, "forwarding.secret"), "utf8").trim()
     const fields = backend.handshakes.at(-1)!.host.split("\0")
     expect(JSON.parse(fields[3]!)).toEqual([{ name: "bungeeguard-token", value: secret, signature: "" }])
+  })
+
+  it("legacy_guard forwarding with an empty secret file: the player is told, the backend never sees the login", async () => {
+    const backend = await startBackend("guard")
+    const dir = makeConfigDir(proxyToml(`[forwarding]\nmode = "legacy_guard"`), {
+      "g.toml": `domains = ["g.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    writeFileSync(path.join(dir.root, "forwarding.secret"), "")
+    const refused = await join(portal.port, "g.example.com", { version: "1.12.2" })
+    expect(refused._tag === "Kicked" && refused.reason).toMatch(/player forwarding is misconfigured/)
+    expect(backend.handshakes).toHaveLength(0)
+    await portal.waitForLog(/Steve.* could not join g: the forwarding secret .*forwarding\.secret is empty/)
   })
 })
