@@ -103,6 +103,19 @@ describe("forwarder", () => {
     expect(destination.near.bytesWritten).toBe(0)
   })
 
+  it("once stopped, the source socket no longer reaches its direction (nor, through it, the other socket)", async () => {
+    const source = await socketPair()
+    const destination = await socketPair()
+    const direction = forward(source.far, destination.near)
+    const directionOf = (socket: net.Socket): unknown => {
+      const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === "portal.direction")
+      return key === undefined ? undefined : (socket as unknown as Record<symbol, unknown>)[key]
+    }
+    expect(directionOf(source.far)).toBe(direction)
+    direction.stop()
+    expect(directionOf(source.far)).toBeUndefined()
+  })
+
   it("when the kernel takes only part of a packet, the rest is queued behind it and nothing is lost or repeated", async () => {
     const loaded = loadNativeAddon()
     if (!("addon" in loaded)) return expect(loaded.reason).toBeTruthy()

@@ -234,6 +234,10 @@ class UserBufferDirection implements Direction {
   stop(): void {
     this.mode = "stopped"
     if (this.resumer !== undefined) this.to.off("drain", this.resumer)
+    // A closed socket can outlive its connection in the heap for a while: it must not keep this direction, and
+    // through it the other socket and a buffer, alive with it (they would be promoted, at connection rate).
+    ;(this.from as unknown as Record<symbol, unknown>)[DIRECTION] = undefined
+    this.own = undefined
   }
 }
 
