@@ -4,7 +4,9 @@
  * [--log-level LEVEL] [--help] [--version]`.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Effect, Exit, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import { parseArgs } from "node:util"
 import { runCheck } from "./layers/Check.js"
 import { LOG_LEVELS, type LogFormat, type LogLevelName, loggingLayer } from "./layers/Logging.js"

@@ -1,7 +1,9 @@
 /** `--check`: load everything once, print each problem or a summary, and return the exit code. */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Effect, Either, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import { formatProblem } from "../schema/problems.js"
 import { loadConfiguration } from "../services/ConfigStore.js"
 import { displayPath } from "../services/config/load.js"

@@ -3,7 +3,12 @@
  * of every server is replaced by an embedded demo backend, so a real Minecraft client pointed at localhost sees
  * routing work with no game server installed.
  */
-import { Duration, Effect, Layer, Scope, Stream, SubscriptionRef } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { type ConfigSnapshot, ConfigStore } from "../services/ConfigStore.js"

@@ -1,5 +1,9 @@
 /** Portal's one logger: a line per event, human-readable (`pretty`) or one JSON object per line (`json`). */
-import { Cause, Layer, List, Logger, LogLevel } from "effect"
+import * as Cause from "effect/Cause"
+import * as Layer from "effect/Layer"
+import * as List from "effect/List"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import { logFieldsOf } from "../services/session/logFields.js"
 
 export type LogFormat = "pretty" | "json"

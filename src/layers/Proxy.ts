@@ -2,7 +2,7 @@
  * The proxy's services wired together, given a ConfigStore and the platform. Each service is built once here;
  * production (Main) and development (Dev) differ only in the ConfigStore and the server-manager providers.
  */
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
 import { BanStore } from "../services/BanStore.js"

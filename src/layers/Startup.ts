@@ -1,5 +1,5 @@
 /** What Portal says about its configuration when it starts and when `--check` runs. */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { ConfigSnapshot } from "../services/ConfigStore.js"
 import { displayPath } from "../services/config/load.js"

@@ -2,7 +2,10 @@
  * Durations as written in Portal's TOML files: one or more `<number><unit>` groups,
  * units `ms`, `s`, `m`, `h`, `d` (`500ms`, `5s`, `1h30m`, `7d`).
  */
-import { Duration, Option, ParseResult, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 
 const UNIT_MILLIS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const GROUP = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y

@@ -1,5 +1,6 @@
 /** The global file, `proxy.toml`: every table, option and default of the specification. */
-import { Duration, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
 import {
   ACTIVE_HEALTH_KINDS,
   emptyTable,

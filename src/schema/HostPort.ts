@@ -1,5 +1,5 @@
 /** `host:port` addresses as written in the configuration, with IPv6 in brackets. */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
 
 export interface HostPort {

@@ -1,5 +1,8 @@
 /** A server file, `<servers_dir>/<file>.toml`: one backend server. */
-import { Duration, Either, ParseResult, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import {
   ACTIVE_HEALTH_KINDS,
   emptyTable,

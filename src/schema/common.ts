@@ -1,5 +1,7 @@
 /** Building blocks shared by the global and the server file schemas. */
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import ipaddr from "ipaddr.js"
 import { parseHostPort, type HostPort } from "./HostPort.js"
 

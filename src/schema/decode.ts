@@ -2,7 +2,8 @@
  * From file text to checked configuration: TOML parsing, strict schema decoding and the rules that span
  * several keys or files. Pure: reading files, favicons and secrets is ConfigStore's job.
  */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { parse as parseToml, TomlError } from "smol-toml"
 import { GlobalConfig, WEB_KEY_MIN_LENGTH, WEB_KEY_PLACEHOLDER } from "./GlobalConfig.js"
 import { isLoopbackHost } from "./HostPort.js"

@@ -1,5 +1,5 @@
 /** Configuration problems: where (file, key path) and why, with "did you mean" for misspelled keys. */
-import { ParseResult } from "effect"
+import * as ParseResult from "effect/ParseResult"
 
 export interface ConfigProblem {
   readonly file: string

@@ -2,7 +2,10 @@
  * Backend: connects to a server's addresses in the Balancer's order, each attempt bounded by the server's connect
  * timeout, up to `connect_max_attempts` addresses, reporting every result to the Balancer.
  */
-import { Data, Duration, Effect, Scope } from "effect"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
 import * as net from "node:net"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"

@@ -2,7 +2,10 @@
  * Balancer: which backend address a login tries first. Keeps per-address state (live sessions, round robin
  * weights, passive ejection after failed connects, active health, slow start after recovery).
  */
-import { Clock, Duration, Effect, Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
 import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"

@@ -5,7 +5,15 @@
  * Lookups read immutable in-memory indexes, so checking a connection costs a map lookup and a short range scan.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Data, Duration, Effect, Either, FiberSet, Option, Ref, Schedule } from "effect"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberSet from "effect/FiberSet"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
 import * as NodeFs from "node:fs"
 import * as path from "node:path"
 import { backupPath, isNotFound, readIfExists, removeStrayTempFiles, writeFileAtomic } from "./bans/atomicWrite.js"

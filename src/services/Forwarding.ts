@@ -3,7 +3,9 @@
  * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Data, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import type { ForwardingMode } from "../schema/common.js"

@@ -5,7 +5,10 @@
  * Balancer: unhealthy addresses are tried last, a recovered one ramps up under slow start, and a server whose every
  * address is down is shown `unreachable`.
  */
-import { Duration, Effect, FiberMap, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
+import * as Stream from "effect/Stream"
 import * as net from "node:net"
 import type { ServerDefinition } from "../schema/decode.js"
 import { type ActiveHealth } from "../schema/GlobalConfig.js"

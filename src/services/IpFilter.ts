@@ -3,7 +3,7 @@
  * allowed when it is not blacklisted AND (the whitelist is empty OR it is whitelisted). IPv4-mapped IPv6 addresses
  * match IPv4 ranges. Lists are compiled once per configuration snapshot.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import ipaddr from "ipaddr.js"
 import type { IpFilter as IpFilterConfig } from "../schema/common.js"
 import type { ServerDefinition } from "../schema/decode.js"

@@ -3,7 +3,11 @@
  * (once on the listening socket, which accepted sockets inherit, where it can), and runs each connection's Session in
  * its own fiber. On shutdown it stops accepting, lets live sessions finish for a bounded time, then closes them.
  */
-import { Data, Duration, Effect, FiberSet, Stream } from "effect"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Stream from "effect/Stream"
 import * as net from "node:net"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"

@@ -2,7 +2,9 @@
  * PlayerRegistry: every live session (from routing to close) and the player counts derived from them.
  * Byte counters are read from the sockets on demand, so the relay pays nothing per chunk.
  */
-import { Clock, Effect, Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
 
 export interface SessionByteSource {
   /** Bytes received from the player so far. */

@@ -3,7 +3,10 @@
  * on, a bound on handshakes in progress per IP and in total so that a flood from one address cannot starve others.
  * Memory stays bounded however many addresses arrive: idle entries expire and the tables are capped.
  */
-import { Clock, Duration, Effect, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
 

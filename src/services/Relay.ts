@@ -4,7 +4,8 @@
  * side ends, after the bytes in flight (a backend's kick message, say) have been delivered.
  * One watchdog timer for all sessions enforces the backend `read` and `write` timeouts.
  */
-import { Duration, Effect } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import type { SessionByteSource } from "./PlayerRegistry.js"
 import { type Direction, forward } from "./relay/forwarder.js"

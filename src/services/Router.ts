@@ -2,7 +2,8 @@
  * Router: the domain index. Exact domains beat wildcards; among wildcards the longest suffix wins.
  * `*.example.com` matches any depth below `example.com`, never `example.com` itself.
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { ServerDefinition } from "../schema/decode.js"
 import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
 

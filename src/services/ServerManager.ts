@@ -8,23 +8,21 @@
  */
 import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as HttpClient from "@effect/platform/HttpClient"
-import {
-  Clock,
-  Config,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  FiberRef,
-  HashMap,
-  Option,
-  PubSub,
-  Schedule,
-  Schema,
-  Scope,
-  Stream,
-  SubscriptionRef
-} from "effect"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ServerState } from "../schema/common.js"
 import { ServerManager as ServerManagerSchema, type ServerManagerConfig } from "../schema/ServerConfig.js"
 import { ConfigStore, type ConfigSnapshot } from "./ConfigStore.js"

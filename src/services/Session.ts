@@ -5,7 +5,13 @@
  *   PROXY header -> handshake (or legacy ping / login) -> route -> status answer
  *                                                       -> Login Start -> checks -> dial -> replay -> relay
  */
-import { Cause, Duration, Effect, FiberRef, LogLevel, Option, Runtime } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import type { ServerState } from "../schema/common.js"

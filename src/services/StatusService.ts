@@ -4,7 +4,11 @@
  * with `[motd.online]` laid over; a failed backend falls back to a stale entry, else the `unreachable` MOTD.
  * Other states, and unknown domains, get an answer Portal composes.
  */
-import { Clock, Deferred, Duration, Effect, Either } from "effect"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { MotdEntry, ServerState } from "../schema/common.js"
 import { readFrame } from "../protocol/frame.js"

@@ -2,7 +2,7 @@
  * A demo backend for development mode, built on Portal's own protocol code: it answers status pings with a MOTD
  * naming the server, and greets a login with a disconnect message saying where the player arrived.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as net from "node:net"
 import { readFrame } from "../../protocol/frame.js"
 import { decodeHandshakeBody, NEXT_STATE_STATUS, splitAddress } from "../../protocol/handshake.js"

@@ -5,7 +5,8 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 

@@ -2,7 +2,9 @@
  * The ban file: `{"bans":[...],"audit_log":[...]}` with epoch-second times, decoded strictly with effect/Schema
  * and written back one record per line so that it stays easy to read and edit by hand (pure).
  */
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { type BanTarget, normaliseTarget } from "./target.js"
 
 export interface Ban {

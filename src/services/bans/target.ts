@@ -3,7 +3,7 @@
  * IP addresses take ipaddr.js's canonical text with IPv4-mapped IPv6 unwrapped; ranges keep their network address;
  * usernames keep the case they were given but compare lower-cased; UUIDs are dashed lower-case.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
 
 export type BanTargetType = "ip" | "username" | "uuid"

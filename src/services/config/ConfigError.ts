@@ -1,4 +1,4 @@
-import { Data } from "effect"
+import * as Data from "effect/Data"
 import { type ConfigProblem, formatProblem } from "../../schema/problems.js"
 
 /** One or more configuration problems, each naming file, key path and reason. */

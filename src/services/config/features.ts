@@ -2,7 +2,7 @@
  * Configured features that this build of Portal decodes and validates but does not run yet.
  * The startup log and `--check` list them so that nothing configured silently pretends to work.
  */
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import type { ServerDefinition } from "../../schema/decode.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"

@@ -4,7 +4,9 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
-import { Duration, Effect, Either } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
 import { decodeGlobalText, decodeServerText, type ServerDefinition } from "../../schema/decode.js"

@@ -5,7 +5,10 @@
  * A provider carries out commands (`start`, `stop`, `abort`) and reports what it sees as `Observation`s; the
  * lifecycle state itself is decided by the pure state machine in `stateMachine.ts`, never by a provider.
  */
-import { Data, Duration, type Effect, type Scope } from "effect"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
 
 /** Why a provider could not do what it was asked. */

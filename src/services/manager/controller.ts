@@ -8,7 +8,8 @@
  */
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClient from "@effect/platform/HttpClient"
-import type { Effect, Scope } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { Observation, Provider, ProviderInput } from "./Provider.js"
 import { apiBase, makeRemote, type RemoteApi, type RemoteConfig, withKey } from "./remote.js"
 

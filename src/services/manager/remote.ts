@@ -6,7 +6,9 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Duration, Effect, type Scope } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
 import { type Observation, type Provider, ProviderError, type ProviderInput } from "./Provider.js"
 

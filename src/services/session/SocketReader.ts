@@ -3,7 +3,8 @@
  * into Effect: each read is interruptible (its canceler removes the listeners), bounded in size, and keeps the
  * bytes that arrived beyond what it parsed for the next read or for the relay.
  */
-import { Data, Effect } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 
 export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{ readonly during: string }> {

@@ -6,7 +6,10 @@
  * Why not annotations: each annotation replaces the fiber's annotation map and its fiber-local map, and at
  * connection rate the three a login made cost about as much as the rest of its fiber's own steps.
  */
-import { FiberRef, FiberRefs, GlobalValue, HashMap } from "effect"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
+import * as GlobalValue from "effect/GlobalValue"
+import * as HashMap from "effect/HashMap"
 
 export interface ConnectionLogFields {
   readonly conn: number
