@@ -10,7 +10,8 @@
  *
  * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
  * core and none competes with the load it serves. The bulk scenario runs a second time with nothing pinned, for
- * reference rows.
+ * reference rows. A window the machine did not give to the bench (steal, other processes) is measured again
+ * (disturbance.mjs).
  */
 import { fork, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -18,6 +19,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import { MAX_REPEATS, measureUndisturbed, repeatNote } from "./disturbance.mjs"
 import { client } from "./ipc.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
@@ -173,6 +175,9 @@ const main = async () => {
 
     /** @type {import("./report.mjs").Results} */
     const results = { bulk: {}, bulkUnpinned: {}, game: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
+    /** Windows measured again because the machine was busy elsewhere (see disturbance.mjs). */
+    /** @type {Array<{ scenario: string, target: string, round: number, attempts: Array<number> }>} */
+    const repeats = []
     /**
      * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
      * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
@@ -182,7 +187,12 @@ const main = async () => {
         for (const target of rotate(among, round)) {
           say(`${key}: round ${round + 1}/${rounds}, ${target.name}`)
           const samples = (results[key][/** @type {import("./report.mjs").SampleKey} */ (target.name)] ??= [])
-          samples[round] = await measure(target)
+          const { sample, attempts } = await measureUndisturbed(() => measure(target), smoke ? 0 : MAX_REPEATS)
+          samples[round] = sample
+          if (attempts.length > 1) {
+            say(`${key}: round ${round + 1}/${rounds}, ${target.name} measured ${attempts.length} times (disturbed)`)
+            repeats.push({ scenario: key, target: target.name, round, attempts })
+          }
         }
       }
     }
@@ -239,13 +249,14 @@ const main = async () => {
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}; ` +
           `except in the bulk rows "nothing pinned", where every process may run on any CPU. The targets use the pinned rows.`
         : "- Not pinned (taskset missing or a single CPU): proxies and load share the CPUs.",
-      `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`
+      `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
+      ...repeatNote(repeats)
     ]
     const report = renderReport({ smoke, results, available, notes })
     process.stdout.write(report)
     if (out !== undefined) {
       writeFileSync(out, report)
-      writeFileSync(out.replace(/\.md$/, ".json"), `${JSON.stringify({ plan: PLAN, facts, results }, null, 2)}\n`)
+      writeFileSync(out.replace(/\.md$/, ".json"), `${JSON.stringify({ plan: PLAN, facts, results, repeats }, null, 2)}\n`)
       say(`wrote ${out}`)
     }
   } finally {

@@ -2,6 +2,7 @@
 import { execFile } from "node:child_process"
 import { promisify } from "node:util"
 import { describe, expect, it } from "vitest"
+import { DISTURBED_PERCENT, MAX_REPEATS, measureUndisturbed, repeatNote } from "../bench/disturbance.mjs"
 
 const SCENARIO_ROWS = [
   "| 1. Bulk relay | throughput",
@@ -26,5 +27,65 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     for (const row of SCENARIO_ROWS) expect(stdout).toContain(row)
     expect(stdout).toMatch(/\| Target \| Measured \| Result \|/)
     expect(stdout).toMatch(/RSS per idle session < 16 KiB \| [^|]+ \| (PASS|MISS|n\/a) \|/)
+  })
+})
+
+describe("windows disturbed by the machine", () => {
+  /** A measurement that returns the given samples in turn, and counts its calls. */
+  const sequence = (samples: Array<Record<string, number>>) => {
+    let calls = 0
+    return {
+      measure: async () => samples[Math.min(calls++, samples.length - 1)]!,
+      calls: () => calls
+    }
+  }
+
+  it("an undisturbed window is measured once", async () => {
+    const run = sequence([{ value: 1, stealPercent: 1, otherPercent: 2 }])
+    const { sample, attempts } = await measureUndisturbed(run.measure)
+    expect(sample.value).toBe(1)
+    expect(attempts).toEqual([3])
+    expect(run.calls()).toBe(1)
+  })
+
+  it("a disturbed window is measured again until one is not, and that one is kept", async () => {
+    const run = sequence([
+      { value: 1, stealPercent: 30, otherPercent: 0 },
+      { value: 2, stealPercent: 0, otherPercent: 1 }
+    ])
+    const { sample, attempts } = await measureUndisturbed(run.measure)
+    expect(sample.value).toBe(2)
+    expect(attempts).toEqual([30, 1])
+  })
+
+  it("stops after the bounded repeats and keeps the least disturbed attempt, whatever its result", async () => {
+    const run = sequence([
+      { value: 100, stealPercent: 40 },
+      { value: 1, stealPercent: 12 },
+      { value: 50, stealPercent: 20 }
+    ])
+    const { sample, attempts } = await measureUndisturbed(run.measure)
+    expect(run.calls()).toBe(1 + MAX_REPEATS)
+    expect(sample.value).toBe(1)
+    expect(attempts).toEqual([40, 12, 20])
+  })
+
+  it("measures once with no repeats allowed (smoke runs), and negative readings count as none", async () => {
+    const run = sequence([{ value: 1, stealPercent: 90, otherPercent: -3 }])
+    const { attempts } = await measureUndisturbed(run.measure, 0)
+    expect(attempts).toEqual([90])
+    expect(run.calls()).toBe(1)
+  })
+
+  it("the report names each repeated window and says which stayed disturbed", () => {
+    expect(repeatNote([])).toEqual([])
+    const [line] = repeatNote([
+      { scenario: "game", target: "haproxy", round: 1, attempts: [17, 2] },
+      { scenario: "bulk", target: "zero_copy", round: 0, attempts: [40, 30, 20] }
+    ])
+    expect(line).toContain(`more than ${DISTURBED_PERCENT}% of a core`)
+    expect(line).toContain("game haproxy round 2 (17%, 2%)")
+    expect(line).toContain("bulk zero_copy round 1 (40%, 30%, 20%)")
+    expect(line).toContain("1 of them stayed disturbed in every attempt")
   })
 })
