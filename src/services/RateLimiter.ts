@@ -17,56 +17,72 @@ export const MAX_PENDING_HANDSHAKES = 1024
 /** Addresses tracked per limit at most; past it the least recently seen are forgotten. */
 export const MAX_TRACKED_ADDRESSES = 100_000
 
-interface WindowCounter {
-  /** Start of the current fixed window (epoch ms). */
-  windowStart: number
-  current: number
-  previous: number
-}
+/** Allowed events remembered at most, all addresses together: about 30 MB at worst, with 100,000 addresses. */
+export const MAX_STORED_EVENTS = 1_000_000
 
 /**
- * A sliding window approximated from two fixed windows (the previous one weighted by how much of it still
- * overlaps): exact enough for abuse control, constant memory per address.
+ * An exact sliding window: for each address, the times of its allowed events still inside the window (at most
+ * `limit` of them). An event is allowed when fewer than `limit` allowed events happened in the `windowMs` before
+ * it, wherever the window falls: no fixed boundary lets a burst through. Refused events are not remembered, so
+ * hammering does not extend a wait. Memory is bounded by the number of addresses and by the events stored.
  */
 export class SlidingWindowLimiter {
-  private readonly counters = new Map<string, WindowCounter>()
+  /** Times per address, oldest first; Map order is recency order, for eviction. */
+  private readonly times = new Map<string, Array<number>>()
+  private stored = 0
 
-  constructor(private readonly maxTracked = MAX_TRACKED_ADDRESSES) {}
+  constructor(
+    private readonly maxTracked = MAX_TRACKED_ADDRESSES,
+    private readonly maxStored = MAX_STORED_EVENTS
+  ) {}
 
   get size(): number {
-    return this.counters.size
+    return this.times.size
   }
 
-  /** Counts one event for `key` and says whether it is within `limit` per `windowMs`. */
+  /** Events remembered, all addresses together. */
+  get storedEvents(): number {
+    return this.stored
+  }
+
+  /** Counts one event for `key` at `now` and says whether it is within `limit` per `windowMs`. */
   hit(key: string, now: number, limit: number, windowMs: number): boolean {
-    let counter = this.counters.get(key)
-    if (counter === undefined) {
-      counter = { windowStart: now - (now % windowMs), current: 0, previous: 0 }
-    } else {
-      this.counters.delete(key) // re-inserted below: Map order is recency order
+    const times = this.times.get(key) ?? []
+    this.times.delete(key) // re-inserted below, as the most recent
+    this.stored -= this.expire(times, now, windowMs)
+    const allowed = times.length < limit
+    if (allowed) {
+      times.push(now)
+      this.stored += 1
     }
-    const elapsedWindows = Math.floor((now - counter.windowStart) / windowMs)
-    if (elapsedWindows >= 1) {
-      counter.previous = elapsedWindows === 1 ? counter.current : 0
-      counter.current = 0
-      counter.windowStart += elapsedWindows * windowMs
-    }
-    const overlap = 1 - (now - counter.windowStart) / windowMs
-    const estimate = counter.previous * overlap + counter.current
-    const allowed = estimate < limit
-    if (allowed) counter.current += 1
-    this.counters.set(key, counter)
-    if (this.counters.size > this.maxTracked) {
-      const oldest = this.counters.keys().next().value
-      if (oldest !== undefined) this.counters.delete(oldest)
-    }
+    if (times.length > 0) this.times.set(key, times)
+    this.evict(key)
     return allowed
   }
 
-  /** Forgets addresses idle for two windows: they can no longer affect a decision. */
+  /** Forgets addresses with no event left inside the window: they can no longer affect a decision. */
   sweep(now: number, windowMs: number): void {
-    for (const [key, counter] of this.counters) {
-      if (now - counter.windowStart >= 2 * windowMs) this.counters.delete(key)
+    for (const [key, times] of this.times) {
+      this.stored -= this.expire(times, now, windowMs)
+      if (times.length === 0) this.times.delete(key)
+    }
+  }
+
+  /** Drops the times at least `windowMs` old from the front; returns how many. */
+  private expire(times: Array<number>, now: number, windowMs: number): number {
+    let old = 0
+    while (old < times.length && now - times[old]! >= windowMs) old += 1
+    if (old > 0) times.splice(0, old)
+    return old
+  }
+
+  /** Forgets the least recently seen addresses past either bound, never `current`. */
+  private evict(current: string): void {
+    for (const [key, times] of this.times) {
+      if (this.times.size <= this.maxTracked && this.stored <= this.maxStored) return
+      if (key === current) return // the only one left is the address being counted
+      this.times.delete(key)
+      this.stored -= times.length
     }
   }
 }

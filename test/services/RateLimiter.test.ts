@@ -67,12 +67,36 @@ describe("RateLimiter", () => {
 })
 
 describe("SlidingWindowLimiter", () => {
-  it("weights the previous window by its overlap", () => {
+  it("counts exactly the allowed events of the last window, wherever the window falls", () => {
     const limiter = new SlidingWindowLimiter()
     for (let i = 0; i < 10; i++) expect(limiter.hit("a", 500, 10, 1000)).toBe(true)
     expect(limiter.hit("a", 999, 10, 1000)).toBe(false)
-    // Half way into the next window, half of the previous 10 still count.
-    expect([1, 2, 3, 4, 5, 6].map(() => limiter.hit("a", 1500, 10, 1000))).toEqual([true, true, true, true, true, false])
+    // Until a full window has passed since the ten, all of them still count.
+    expect(limiter.hit("a", 1499, 10, 1000)).toBe(false)
+    expect([1, 2, 3].map(() => limiter.hit("a", 1500, 10, 1000))).toEqual([true, true, true])
+    expect(limiter.storedEvents).toBe(3)
+  })
+
+  it("lets no burst through at a wall-clock minute boundary", () => {
+    // Two logins just before a minute boundary and a third just after: still three within one minute.
+    const limiter = new SlidingWindowLimiter()
+    expect(limiter.hit("a", 59_900, 2, 60_000)).toBe(true)
+    expect(limiter.hit("a", 59_950, 2, 60_000)).toBe(true)
+    expect(limiter.hit("a", 60_100, 2, 60_000)).toBe(false)
+    expect(limiter.hit("a", 119_899, 2, 60_000)).toBe(false)
+    // Refused attempts do not extend the wait: one slot frees a minute after the first login.
+    expect(limiter.hit("a", 119_900, 2, 60_000)).toBe(true)
+    expect(limiter.hit("a", 119_901, 2, 60_000)).toBe(false)
+  })
+
+  it("bounds the events it stores, forgetting the least recently seen addresses first", () => {
+    const limiter = new SlidingWindowLimiter(1000, 50)
+    for (let i = 0; i < 20; i++) for (let j = 0; j < 5; j++) limiter.hit(`10.0.0.${i}`, i * 10 + j, 5, 10_000)
+    expect(limiter.storedEvents).toBeLessThanOrEqual(50)
+    expect(limiter.size).toBe(10)
+    // The most recent address keeps its count; an evicted one starts again.
+    expect(limiter.hit("10.0.0.19", 300, 5, 10_000)).toBe(false)
+    expect(limiter.hit("10.0.0.0", 300, 5, 10_000)).toBe(true)
   })
 
   it("keeps memory bounded however many addresses arrive", () => {
