@@ -70,6 +70,8 @@ export class SlidingWindowLimiter {
 
   /** Drops the times at least `windowMs` old from the front; returns how many. */
   private expire(times: Array<number>, now: number, windowMs: number): number {
+    // A wall clock stepped back leaves times ahead of now: they count as now, so nobody waits out the step.
+    for (let i = times.length - 1; i >= 0 && times[i]! > now; i--) times[i] = now
     let old = 0
     while (old < times.length && now - times[old]! >= windowMs) old += 1
     if (old > 0) times.splice(0, old)

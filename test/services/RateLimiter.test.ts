@@ -89,6 +89,15 @@ describe("SlidingWindowLimiter", () => {
     expect(limiter.hit("a", 119_901, 2, 60_000)).toBe(false)
   })
 
+  it("a wall clock stepped back makes nobody wait out the step", () => {
+    const limiter = new SlidingWindowLimiter()
+    expect([1, 2].map(() => limiter.hit("a", 3_600_000, 2, 10_000))).toEqual([true, true])
+    // The clock goes back an hour: the two count from the new now, for one window, not for the hour.
+    expect(limiter.hit("a", 0, 2, 10_000)).toBe(false)
+    expect(limiter.hit("a", 9_999, 2, 10_000)).toBe(false)
+    expect(limiter.hit("a", 10_000, 2, 10_000)).toBe(true)
+  })
+
   it("bounds the events it stores, forgetting the least recently seen addresses first", () => {
     const limiter = new SlidingWindowLimiter(1000, 50)
     for (let i = 0; i < 20; i++) for (let j = 0; j < 5; j++) limiter.hit(`10.0.0.${i}`, i * 10 + j, 5, 10_000)
