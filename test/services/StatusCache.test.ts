@@ -11,6 +11,13 @@ describe("StatusCache", () => {
     expect(cache.any("a")).toBe("A")
   })
 
+  it("does not serve an entry stored after now (the clock was stepped back) as fresh", () => {
+    const cache = new StatusCache<string>()
+    cache.set("a", "A", 3_600_000, 10)
+    expect(cache.fresh("a", 0, 1000)).toBeUndefined()
+    expect(cache.any("a")).toBe("A") // still the stale fallback
+  })
+
   it("evicts the least recently used entry past max_entries", () => {
     const cache = new StatusCache<string>()
     cache.set("a", "A", 0, 2)

@@ -15,10 +15,15 @@ export class StatusCache<A> {
     return this.entries.size
   }
 
-  /** The entry if it is younger than `ttlMs`; refreshes its recency. */
+  /**
+   * The entry if it is younger than `ttlMs`; refreshes its recency. One stored "in the future" (the wall clock was
+   * stepped back since) is not fresh: otherwise it would be served for as long as the step.
+   */
   fresh(key: string, now: number, ttlMs: number): A | undefined {
     const entry = this.touch(key)
-    return entry !== undefined && now - entry.storedAt < ttlMs ? entry.value : undefined
+    if (entry === undefined) return undefined
+    const age = now - entry.storedAt
+    return age >= 0 && age < ttlMs ? entry.value : undefined
   }
 
   /** The entry whatever its age (the stale fallback). */
