@@ -69,6 +69,7 @@ interface Watched {
 /**
  * One timer for every relayed session: checks idle reads and stalled writes on the backend side. Each tick checks
  * the next slice of sessions, so each is checked about once per period and a timeout fires at most a period late.
+ * Time is monotonic (performance.now()): a wall clock stepped forward must not time every player out at once.
  */
 export class RelayWatchdog {
   private readonly watched = new Set<Watched>()
@@ -77,7 +78,7 @@ export class RelayWatchdog {
   private pass: Iterator<Watched> | undefined
   private readonly sample: ProgressSample = { readMark: 0, written: 0, blocked: false }
 
-  add(progress: BackendProgress, timeouts: RelayTimeouts, onTimeout: Watched["onTimeout"], now = Date.now()): Watched {
+  add(progress: BackendProgress, timeouts: RelayTimeouts, onTimeout: Watched["onTimeout"], now = performance.now()): Watched {
     const { sample } = this
     progress.sample(sample)
     const entry: Watched = {
@@ -91,7 +92,7 @@ export class RelayWatchdog {
     }
     this.watched.add(entry)
     if (this.timer === undefined) {
-      this.timer = setInterval(() => this.tick(Date.now()), WATCHDOG_PERIOD_MS / WATCHDOG_SLICES)
+      this.timer = setInterval(() => this.tick(performance.now()), WATCHDOG_PERIOD_MS / WATCHDOG_SLICES)
       this.timer.unref()
     }
     return entry

@@ -2,7 +2,7 @@
  * The relay watchdog on fake progress: each tick checks a slice of the sessions, a pass over all of them takes ten
  * ticks, and read and write timeouts fire from what the samples show.
  */
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it, vi } from "vitest"
 import { type ProgressSample, RelayWatchdog } from "../../src/services/Relay.js"
 
 const TIMEOUTS = { readMs: 5_000, writeMs: 3_000 }
@@ -115,5 +115,21 @@ describe("RelayWatchdog", () => {
     pass(watchdog, 10_000)
     expect(fakes[0]!.samples).toBe(0)
     expect(fakes[1]!.ended).toEqual(["read_timeout"])
+  })
+
+  it("runs on a monotonic clock: the wall clock stepped an hour forward times nobody out", async () => {
+    const watchdog = new RelayWatchdog()
+    const ended: Array<string> = []
+    const entry = watchdog.add({ sample: (into) => Object.assign(into, { readMark: 0, written: 0, blocked: false }) }, TIMEOUTS, (end) => {
+      ended.push(end)
+    })
+    cleanup.push(() => watchdog.delete(entry))
+    const wallClock = Date.now()
+    const stepped = vi.spyOn(Date, "now").mockImplementation(() => wallClock + 3_600_000)
+    cleanup.push(() => stepped.mockRestore())
+    // The watchdog's own timer makes a full pass over its one session within 1 s.
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    expect(ended).toEqual([])
+    expect(watchdog.size).toBe(1)
   })
 })
