@@ -11,7 +11,7 @@ import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
-import { Balancer } from "./Balancer.js"
+import { Balancer, monotonicMillisOf } from "./Balancer.js"
 import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
 
 export interface AttemptFailure {
@@ -81,7 +81,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
      */
     const dial = (server: ServerDefinition, global: GlobalConfig): Effect.Effect<Dialed, BackendUnavailable> =>
       Effect.async<Dialed, BackendUnavailable>((resume) => {
-        const order = balancer.orderAt(server, clock.unsafeCurrentTimeMillis())
+        const order = balancer.orderAt(server, monotonicMillisOf(clock))
         const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
         const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
         const failures: Array<AttemptFailure> = []
@@ -104,7 +104,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
             current.destroy()
             socket = undefined
             failures.push({ address: formatHostPort(address), reason })
-            balancer.failedAt(server.id, address, clock.unsafeCurrentTimeMillis())
+            balancer.failedAt(server.id, address, monotonicMillisOf(clock))
             attempt()
           }
           const onError = (error: Error) => failed(describeError(error))
@@ -112,7 +112,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
             settle()
             current.on("error", ignoreError) // errors surface through the relay
             applyKeepalive(current, keepaliveParams(global))
-            balancer.succeededAt(server.id, address, clock.unsafeCurrentTimeMillis())
+            balancer.succeededAt(server.id, address, monotonicMillisOf(clock))
             socket = undefined
             resume(Effect.succeed({ socket: current, address, failures }))
           }

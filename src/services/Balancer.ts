@@ -16,9 +16,17 @@ export interface AddressStatus {
   readonly weight: number
   readonly active: number
   readonly healthy: boolean
+  /** On the balancer's monotonic clock (see monotonicMillisOf), not a wall-clock date. */
   readonly ejectedUntil: number | undefined
   readonly failures: number
 }
+
+/**
+ * Milliseconds on Effect's monotonic clock (its nanoseconds count from an origin fixed at startup). Ejections and
+ * slow-start ramps are intervals: a wall clock stepped back must not stretch them, nor one stepped forward cut them.
+ */
+export const monotonicMillisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
+const monotonicMillis = Effect.map(Clock.currentTimeNanos, (nanos) => Number(nanos / 1_000_000n))
 
 export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
   effect: Effect.sync(() => {
@@ -54,7 +62,7 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
     }
 
     const order = (server: ServerDefinition): Effect.Effect<ReadonlyArray<BackendAddress>> =>
-      Effect.map(Clock.currentTimeMillis, (now) => orderAt(server, now))
+      Effect.map(monotonicMillis, (now) => orderAt(server, now))
 
     /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
     const succeededAt = (serverId: string, address: BackendAddress, now: number): void => {
@@ -96,15 +104,15 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
       orderAt,
       /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
       reportSuccess: (serverId: string, address: BackendAddress) =>
-        Effect.map(Clock.currentTimeMillis, (now) => succeededAt(serverId, address, now)),
+        Effect.map(monotonicMillis, (now) => succeededAt(serverId, address, now)),
       /** A connect failed: eject the address for a growing back-off. */
       reportFailure: (serverId: string, address: BackendAddress) =>
-        Effect.map(Clock.currentTimeMillis, (now) => failedAt(serverId, address, now)),
+        Effect.map(monotonicMillis, (now) => failedAt(serverId, address, now)),
       succeededAt,
       failedAt,
       /** The active health check's verdict for an address. */
       setHealth: (serverId: string, address: BackendAddress, healthy: boolean) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
+        Effect.map(monotonicMillis, (now) => {
           const state = stateOf(serverId, address)
           if (healthy && !state.healthy) markRecovered(state, now)
           state.healthy = healthy
@@ -124,14 +132,14 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
         Effect.sync(() => server.config.addresses.some((address) => stateOf(server.id, address).healthy)),
       /** Whether any address of the server is believed reachable right now. */
       anyAvailable: (server: ServerDefinition) =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
+        Effect.map(monotonicMillis, (now) =>
           server.config.addresses.some((address) => {
             const state = stateOf(server.id, address)
             return state.healthy && state.ejectedUntil <= now
           })
         ),
       status: (server: ServerDefinition) =>
-        Effect.map(Clock.currentTimeMillis, (now): ReadonlyArray<AddressStatus> =>
+        Effect.map(monotonicMillis, (now): ReadonlyArray<AddressStatus> =>
           server.config.addresses.map((address) => {
             const state = stateOf(server.id, address)
             return {

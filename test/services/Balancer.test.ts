@@ -1,6 +1,6 @@
 /** Balancer arithmetic with TestClock: strategies, weights, ejection back-off, health and slow start. */
 import { it } from "@effect/vitest"
-import { Duration, Effect, Either, Scope, TestClock } from "effect"
+import { Clock, Duration, Effect, Either, Scope, TestClock } from "effect"
 import { describe, expect } from "vitest"
 import { decodeServerText } from "../../src/schema/decode.js"
 import { formatHostPort } from "../../src/schema/HostPort.js"
@@ -76,6 +76,29 @@ describe("Balancer", () => {
       expect([1, 2, 3, 7, 20].map(ejectionMillis)).toEqual([1000, 2000, 4000, 60_000, 60_000])
     }).pipe(Effect.provide(Balancer.Default))
   )
+
+  it.effect("ejections run on a monotonic clock: a wall clock stepped back an hour does not prolong them", () => {
+    let wall = 3_600_000
+    let monotonic = 0
+    const stepped: Clock.Clock = {
+      [Clock.ClockTypeId]: Clock.ClockTypeId,
+      unsafeCurrentTimeMillis: () => wall,
+      currentTimeMillis: Effect.sync(() => wall),
+      unsafeCurrentTimeNanos: () => BigInt(monotonic) * 1_000_000n,
+      currentTimeNanos: Effect.sync(() => BigInt(monotonic) * 1_000_000n),
+      sleep: () => Effect.void
+    }
+    return Effect.gen(function* () {
+      const balancer = yield* Balancer
+      const s = server(`addresses = ["a:1", "b:1"]`)
+      yield* balancer.reportFailure(s.id, s.config.addresses[0]!)
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      // A second later by the monotonic clock, an hour earlier by the wall clock: the 1 s ejection is over.
+      wall -= 3_600_000
+      monotonic += 1000
+      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+    }).pipe(Effect.withClock(stepped), Effect.provide(Balancer.Default))
+  })
 
   it.effect("weight 0 drains an address: used only when nothing else is left; unhealthy addresses go last", () =>
     Effect.gen(function* () {
