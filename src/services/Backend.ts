@@ -11,7 +11,8 @@ import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
-import { Balancer, monotonicMillisOf } from "./Balancer.js"
+import { Balancer } from "./Balancer.js"
+import { monotonicMillisOf } from "./monotonicClock.js"
 import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
 
 export interface AttemptFailure {

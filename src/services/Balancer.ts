@@ -2,7 +2,6 @@
  * Balancer: which backend address a login tries first. Keeps per-address state (live sessions, round robin
  * weights, passive ejection after failed connects, active health, slow start after recovery).
  */
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -10,23 +9,17 @@ import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { type AddressState, ejectionMillis, freshState, orderCandidates } from "./balancer/strategy.js"
+import { monotonicMillis } from "./monotonicClock.js"
 
 export interface AddressStatus {
   readonly address: string
   readonly weight: number
   readonly active: number
   readonly healthy: boolean
-  /** On the balancer's monotonic clock (see monotonicMillisOf), not a wall-clock date. */
+  /** On Effect's monotonic clock (see monotonicClock.ts), not a wall-clock date. */
   readonly ejectedUntil: number | undefined
   readonly failures: number
 }
-
-/**
- * Milliseconds on Effect's monotonic clock (its nanoseconds count from an origin fixed at startup). Ejections and
- * slow-start ramps are intervals: a wall clock stepped back must not stretch them, nor one stepped forward cut them.
- */
-export const monotonicMillisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
-const monotonicMillis = Effect.map(Clock.currentTimeNanos, (nanos) => Number(nanos / 1_000_000n))
 
 export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
   effect: Effect.sync(() => {

@@ -31,6 +31,7 @@ import { makeLocal } from "./manager/local.js"
 import { makePanel } from "./manager/panel.js"
 import { type MakeProvider, type Observation, type Provider, REQUEST_TIMEOUT } from "./manager/Provider.js"
 import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
+import { monotonicMillis } from "./monotonicClock.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
 import { currentConnectionLog } from "./session/logFields.js"
 
@@ -90,7 +91,9 @@ interface Entry {
   stops: number
   /** A player waited while the server was stopping: start it as soon as the stop is done. */
   startAfterStop: boolean
-  /** Last idle check that saw a player (epoch ms). */
+  /** When the state last changed, on the monotonic clock (the status's `since` is a wall-clock date). */
+  changedAt: number
+  /** Last idle check that saw a player, on the monotonic clock. */
   lastBusy: number
 }
 
@@ -162,6 +165,7 @@ const make = (options: ServerManagerOptions) =>
         if (next === undefined) return false
         const now = yield* Clock.currentTimeMillis
         const changed = next.state !== before.state
+        if (changed) entry.changedAt = yield* monotonicMillis
         yield* SubscriptionRef.set(entry.status, {
           state: next.state,
           reason: next.reason,
@@ -263,8 +267,8 @@ const make = (options: ServerManagerOptions) =>
       Effect.gen(function* () {
         const entry = entries.get(serverId)
         if (entry === undefined) return ONLINE
-        const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(wakeWait)
-        const remaining = Effect.map(Clock.currentTimeMillis, (now) => deadline - now)
+        const deadline = (yield* monotonicMillis) + Duration.toMillis(wakeWait)
+        const remaining = Effect.map(monotonicMillis, (now) => deadline - now)
         // One start per call at most: a start that fails is reported, not retried in a loop.
         let startSeen = false
         for (;;) {
@@ -305,19 +309,20 @@ const make = (options: ServerManagerOptions) =>
       Effect.gen(function* () {
         const status = yield* SubscriptionRef.get(entry.status)
         if (status.state !== "online") return
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* monotonicMillis
         if ((yield* registry.countFor(entry.id)) > 0) {
           entry.lastBusy = now
           return
         }
-        const idleSince = Math.max(status.since, entry.lastBusy)
+        const changedAt = entry.changedAt
+        const idleSince = Math.max(changedAt, entry.lastBusy)
         if (now - idleSince < Duration.toMillis(shutdownAfter)) return
         yield* locked(
           entry,
           Effect.gen(function* () {
             // Checked again under the lock: the state may have moved on meanwhile.
             const current = yield* SubscriptionRef.get(entry.status)
-            if (current.state === "online" && current.since === status.since) {
+            if (current.state === "online" && entry.changedAt === changedAt) {
               yield* beginStop(entry, `no players for ${Duration.format(shutdownAfter)}`)
             }
           })
@@ -345,6 +350,7 @@ const make = (options: ServerManagerOptions) =>
           starts: 0,
           stops: 0,
           startAfterStop: false,
+          changedAt: yield* monotonicMillis,
           lastBusy: 0
         }
         entry = created

@@ -268,6 +268,54 @@ describe("ServerManager", () => {
     }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL() }), fakes.make)))
   })
 
+  it.scoped("idle time and the wake wait run on the monotonic clock: a wall clock stepped forward cuts neither", () => {
+    const fakes = fakeProviders({
+      lobby: { initial: { _tag: "Running", detail: "already up" }, stopAfter: "2 seconds", readyAfter: "1 second" }
+    })
+    // TestClock, except that its wall time can be stepped on its own, as an NTP step or an operator would. It stays
+    // a TestClock underneath (TestClock.adjust looks the clock up in the fiber's services).
+    let step = 0
+    const stepped = Effect.map(
+      TestClock.testClock(),
+      (test): TestClock.TestClock =>
+        Object.assign(Object.create(test) as TestClock.TestClock, {
+          unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + step,
+          currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + step),
+          unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos(),
+          currentTimeNanos: test.currentTimeNanos
+        })
+    )
+    const hour = 3_600_000
+    return Effect.gen(function* () {
+      const clock = yield* stepped
+      yield* Effect.gen(function* () {
+        const manager = yield* ServerManager
+        yield* TestClock.adjust("30 seconds")
+        step += hour
+        // 35 s without players by the monotonic clock (an hour more by the wall clock): shutdown_after is 1m.
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* manager.stateOf("lobby")).toBe("online")
+        expect(fakes.get("lobby").stops).toBe(0)
+        // The idle check at 60 s stops it; a player joins while it is stopping, and the wall clock jumps again.
+        yield* TestClock.adjust("26 seconds")
+        expect(yield* manager.stateOf("lobby")).toBe("stopping")
+        const join = yield* Effect.fork(manager.ensureOnline("lobby"))
+        yield* TestClock.adjust("10 millis")
+        step += hour
+        // Stopped at 62 s and started again, ready 1 s later: within the 5 s wake wait, so the player gets in.
+        yield* TestClock.adjust("1 second")
+        expect(yield* manager.stateOf("lobby")).toBe("starting")
+        expect(join.unsafePoll()).toBeNull()
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(join)).toEqual({ _tag: "Online" })
+        expect(fakes.get("lobby").starts).toBe(1)
+      }).pipe(
+        Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make, { wakeWait: "5 seconds" })),
+        Effect.withClock(clock)
+      )
+    })
+  })
+
   it.scoped("an offline provider makes joins Unavailable and starts nothing", () => {
     const refused = new ProviderError({ reason: "unauthorized", status: 401, message: "the panel API refused the API key (HTTP 401)" })
     const fakes = fakeProviders({ lobby: { initial: { _tag: "Failed", error: refused } } })
