@@ -405,6 +405,17 @@ describe.skipIf(unavailable !== undefined)(
       expect(proxySockets.every((socket) => socket.destroyed)).toBe(true)
     })
 
+    it("bounds the bytes waiting unsent in both relayed sockets to 32 KiB (TCP_NOTSENT_LOWAT), and only there", async () => {
+      const native = addon()
+      const relay = await makeRelay()
+      const { client, backend, session, proxySockets } = await relay.connect()
+      expect(proxySockets.map((socket) => native.getNotSentLowat(tcpFdOf(socket)!))).toEqual([32 * 1024, 32 * 1024])
+      // The peers' sockets keep the system default.
+      expect([client, backend].map((socket) => native.getNotSentLowat(tcpFdOf(socket)!))).toEqual([0, 0])
+      backend.end()
+      await session.done
+    })
+
     it("lets go of the session from both sockets once it has ended", async () => {
       const relay = await makeRelay()
       const { backend, session, proxySockets } = await relay.connect()

@@ -28,6 +28,8 @@ export interface NativeAddon {
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
   /** TCP_NODELAY on; throws an Error with the errno name as `code`. */
   setNoDelay(fd: number): void
+  /** Diagnostics and tests only: a socket's TCP_NOTSENT_LOWAT in bytes (0 when it follows the system default). */
+  getNotSentLowat(fd: number): number
   /** Diagnostics and tests only: the keepalive settings (seconds, probes) and TCP_NODELAY the kernel holds for a socket. */
   getKeepAliveDiagnostic(fd: number): { enabled: boolean; idle: number; interval: number; count: number; noDelay: boolean }
   /**
