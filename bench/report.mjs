@@ -12,7 +12,7 @@ const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
  * @typedef {TargetName | "haproxy_splice"} SampleKey haproxy_splice: HAProxy splicing, measured in the bulk scenario only
  * @typedef {Record<string, number | undefined | string>} Sample
  * @typedef {Partial<Record<SampleKey, Array<Sample | undefined>>>} ByTarget samples indexed by round
- * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
+ * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, gameNative: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
  */
 
 /** @param {Array<number>} values */
@@ -58,7 +58,10 @@ const addedOverDirect = (byTarget, target, field) => {
  * @property {"haproxySplice"} [needs] the HAProxy column is n/a without this HAProxy
  */
 
-/** @typedef {{ haproxy: boolean, haproxySplice?: boolean }} Available which HAProxy processes ran */
+/**
+ * @typedef {{ haproxy: boolean, haproxySplice?: boolean, nativeGame?: boolean }} Available which HAProxy processes ran,
+ *   and whether the game scenario also ran with the native load
+ */
 
 const fixed = (/** @type {number} */ digits) => (/** @type {number} */ value) =>
   value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
@@ -69,6 +72,24 @@ const fixed = (/** @type {number} */ digits) => (/** @type {number} */ value) =>
  */
 const spliceReference = (bulk, field) => (/** @type {TargetName} */ target) =>
   median(values(bulk, target === "haproxy" ? "haproxy_splice" : target, field))
+
+/**
+ * The game scenario's rows for one load.
+ * @param {string} scenario @param {ByTarget} game @returns {Array<Row>}
+ */
+const gameRows = (scenario, game) => {
+  const med = (/** @type {string} */ field) => (/** @type {TargetName} */ target) => median(values(game, target, field))
+  const proxies = /** @type {const} */ (["haproxy", "passthrough", "zero_copy"])
+  /** @param {string} field */
+  const added = (field) => (/** @type {TargetName} */ target) => addedOverDirect(game, target, field)
+  return [
+    { scenario, metric: "round trip p50 (ms)", value: med("p50"), format: fixed(3) },
+    { scenario, metric: "round trip p99 (ms)", value: med("p99"), format: fixed(3) },
+    { scenario, metric: "added p50 over direct (ms)", value: added("p50"), format: fixed(3), measured: proxies, noDirectRatio: true },
+    { scenario, metric: "added p99 over direct (ms)", value: added("p99"), format: fixed(3), measured: proxies, noDirectRatio: true },
+    { scenario, metric: "proxy CPU (% of a core)", value: med("cpuPercent"), format: fixed(1), measured: proxies }
+  ]
+}
 
 /** @param {Results} results @returns {Array<Row>} */
 const rows = (results) => {
@@ -112,25 +133,8 @@ const rows = (results) => {
       measured: proxies,
       needs: "haproxySplice"
     },
-    { scenario: "2. Game-shaped load", metric: "round trip p50 (ms)", value: med(results.game, "p50"), format: fixed(3) },
-    { scenario: "2. Game-shaped load", metric: "round trip p99 (ms)", value: med(results.game, "p99"), format: fixed(3) },
-    {
-      scenario: "2. Game-shaped load",
-      metric: "added p50 over direct (ms)",
-      value: (target) => addedOverDirect(results.game, target, "p50"),
-      format: fixed(3),
-      measured: proxies,
-      noDirectRatio: true
-    },
-    {
-      scenario: "2. Game-shaped load",
-      metric: "added p99 over direct (ms)",
-      value: (target) => addedOverDirect(results.game, target, "p99"),
-      format: fixed(3),
-      measured: proxies,
-      noDirectRatio: true
-    },
-    { scenario: "2. Game-shaped load", metric: "proxy CPU (% of a core)", value: med(results.game, "cpuPercent"), format: fixed(1), measured: proxies },
+    ...gameRows("2. Game-shaped load", results.game),
+    ...gameRows("2. Game-shaped load, native load", results.gameNative),
     { scenario: "3. Connection rate", metric: "logins per second", value: med(results.rate, "perSecond"), format: fixed(0) },
     { scenario: "3. Connection rate", metric: "proxy CPU (% of a core)", value: med(results.rate, "cpuPercent"), format: fixed(1), measured: proxies },
     { scenario: "4. Status pings", metric: "pings per second, Portal from its cache", value: med(results.status, "perSecond"), format: fixed(0) },
@@ -206,7 +210,7 @@ const targetTable = (results, available) => {
     median(values(byTarget, target, field))
   const toHaproxy = (/** @type {ByTarget} */ byTarget, /** @type {TargetName} */ target, /** @type {string} */ field) =>
     available.haproxy ? ratio(med(byTarget, target, field), med(byTarget, "haproxy", field)) : undefined
-  /** @type {Array<[string, number | undefined, (value: number) => boolean, (value: number) => string]>} */
+  /** @type {Array<[string, number | undefined, ((value: number) => boolean) | "reference", (value: number) => string]>} */
   const checks = []
   const times = (/** @type {number} */ value) => `${value.toFixed(2)}× HAProxy`
   checks.push(
@@ -215,13 +219,18 @@ const targetTable = (results, available) => {
     ["zero_copy bulk throughput ≥ 0.95× HAProxy", toHaproxy(results.bulk, "zero_copy", "mibPerSecond"), (v) => v >= 0.95, times],
     ["zero_copy bulk CPU per GiB ≤ 1× HAProxy", toHaproxy(results.bulk, "zero_copy", "cpuPerGiB"), (v) => v <= 1, times]
   )
+  // The latency target is judged on the native load where it ran: the Node.js load's own tail is as large as what
+  // the target bounds (docs/benchmarks.md, thirteenth round). The Node.js load's figure stays as a reference.
+  const ms = (/** @type {number} */ v) => `${v.toFixed(3)} ms`
+  const native = available.nativeGame === true
   for (const target of PORTAL) {
-    checks.push([
-      `${target} game p99 added latency < 1 ms`,
-      addedOverDirect(results.game, target, "p99"),
-      (v) => v < 1,
-      (v) => `${v.toFixed(3)} ms`
-    ])
+    const [game, load] = native ? [results.gameNative, "native load"] : [results.game, "Node.js load"]
+    checks.push([`${target} game p99 added latency < 1 ms (${load})`, addedOverDirect(game, target, "p99"), (v) => v < 1, ms])
+  }
+  if (native) {
+    for (const target of PORTAL) {
+      checks.push([`${target} game p99 added latency, Node.js load`, addedOverDirect(results.game, target, "p99"), "reference", ms])
+    }
   }
   for (const target of PORTAL) {
     checks.push([`${target} connection rate ≥ 0.5× HAProxy`, toHaproxy(results.rate, target, "perSecond"), (v) => v >= 0.5, times])
@@ -244,7 +253,8 @@ const targetTable = (results, available) => {
   }
   const lines = ["| Target | Measured | Result |", "|---|---:|---|"]
   for (const [name, value, pass, format] of checks) {
-    lines.push(`| ${name} | ${value === undefined ? "n/a" : format(value)} | ${value === undefined ? "n/a" : pass(value) ? "PASS" : "MISS"} |`)
+    const result = value === undefined ? "n/a" : pass === "reference" ? "reference" : pass(value) ? "PASS" : "MISS"
+    lines.push(`| ${name} | ${value === undefined ? "n/a" : format(value)} | ${result} |`)
   }
   return lines.join("\n")
 }

@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { MAX_REPEATS, measureUndisturbed, repeatNote } from "./disturbance.mjs"
 import { client } from "./ipc.mjs"
+import { buildNativeLoad, startNativeEcho } from "./native.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
 import { allCpus, canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
@@ -122,8 +123,11 @@ const main = async () => {
   /** @type {Array<import("./targets.mjs").Target>} */
   const started = []
   const backendChild = fork(fileURLToPath(new URL("./backend.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  /** @type {Awaited<ReturnType<typeof startNativeEcho>> | undefined} */
+  let nativeEcho
   const stopAll = async () => {
     await Promise.all(started.map((target) => target.stop()))
+    await nativeEcho?.stop()
     backendChild.kill()
     rmSync(dir, { recursive: true, force: true })
   }
@@ -134,6 +138,10 @@ const main = async () => {
     const backend = client(backendChild, "backend")
     const backendPort = await backend.ask("listen")
     const context = { backend, backendPid: /** @type {number} */ (backendChild.pid) }
+    // The game scenario runs a second time with the native load and its own echo backend.
+    const nativeLoad = only.includes("game") ? buildNativeLoad(dir) : { reason: "not run (--only)" }
+    if ("binary" in nativeLoad) nativeEcho = await startNativeEcho(nativeLoad.binary)
+    else if (only.includes("game")) say(`the native game load rows are n/a: ${nativeLoad.reason}`)
 
     /** @type {ReturnType<typeof findHaproxy>} */
     let haproxy = chosen.includes("haproxy") ? findHaproxy({ install: !smoke, say }) : { reason: "left out (--targets)" }
@@ -143,12 +151,13 @@ const main = async () => {
       return Math.min(PLAN.memory.count, Math.floor((limits.hard - FD_RESERVE) / perSession))
     }
     say("starting the backend and the proxies")
-    const targets = chosen.includes("direct") ? [directTarget(backendPort)] : []
+    const targets = chosen.includes("direct") ? [directTarget(backendPort, nativeEcho?.port)] : []
     // HAProxy refuses a maxconn whose descriptors (two per connection, a few more) exceed the limit.
     const maxconn = Math.min(PLAN.memory.count + 1000, Math.floor((limits.hard - 100) / 2))
     if ("binary" in haproxy) {
       try {
-        targets.push(await haproxyTarget({ binary: haproxy.binary, dir, port: await freePort(), backendPort, maxconn, cpu: proxyCpu }))
+        const game = nativeEcho === undefined ? undefined : { port: await freePort(), backendPort: nativeEcho.port }
+        targets.push(await haproxyTarget({ binary: haproxy.binary, dir, port: await freePort(), backendPort, maxconn, cpu: proxyCpu, game }))
       } catch (error) {
         const lines = (error instanceof Error ? error.message : String(error)).split("\n")
         haproxy = { reason: `failed to start: ${(lines.find((line) => line.includes("ALERT")) ?? lines[0])?.trim()}` }
@@ -166,7 +175,9 @@ const main = async () => {
       }
     }
     for (const mode of /** @type {const} */ (["passthrough", "zero_copy"])) {
-      if (chosen.includes(mode)) targets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
+      if (chosen.includes(mode)) {
+        targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
+      }
     }
     started.push(...targets.filter((target) => target.name !== "direct"), ...(haproxySplice === undefined ? [] : [haproxySplice]))
     const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
@@ -174,7 +185,7 @@ const main = async () => {
     const proxies = targets.filter((target) => target.name !== "direct")
 
     /** @type {import("./report.mjs").Results} */
-    const results = { bulk: {}, bulkUnpinned: {}, game: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
+    const results = { bulk: {}, bulkUnpinned: {}, game: {}, gameNative: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
     /** Windows measured again because the machine was busy elsewhere (see disturbance.mjs). */
     /** @type {Array<{ scenario: string, target: string, round: number, attempts: Array<number> }>} */
     const repeats = []
@@ -219,6 +230,10 @@ const main = async () => {
       }
     }
     if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
+    if (nativeEcho !== undefined && "binary" in nativeLoad) {
+      const native = { backend: { ask: nativeEcho.ask }, backendPid: nativeEcho.pid }
+      await interleave("gameNative", targets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
+    }
     if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
     if (only.includes("status")) {
       await interleave("status", targets, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
@@ -235,7 +250,7 @@ const main = async () => {
       )
     }
 
-    const available = { haproxy: "binary" in haproxy, haproxySplice: haproxySplice !== undefined }
+    const available = { haproxy: "binary" in haproxy, haproxySplice: haproxySplice !== undefined, nativeGame: nativeEcho !== undefined }
     const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
     const commit = git(["rev-parse", "--short", "HEAD"])
     const revision = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
@@ -249,6 +264,10 @@ const main = async () => {
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}; ` +
           `except in the bulk rows "nothing pinned", where every process may run on any CPU. The targets use the pinned rows.`
         : "- Not pinned (taskset missing or a single CPU): proxies and load share the CPUs.",
+      `- Game-shaped load: the rows "2. Game-shaped load" come from the Node.js generator and backend (bench/generator.mjs, bench/backend.mjs); ` +
+        ("binary" in nativeLoad
+          ? `the rows "2. Game-shaped load, native load" from the same traffic generated and echoed in C (bench/native/gameload.c), which the latency targets use.`
+          : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
       `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
       ...repeatNote(repeats)
     ]

@@ -7,6 +7,7 @@ import { fork } from "node:child_process"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { client } from "./ipc.mjs"
+import { nativeGenerator } from "./native.mjs"
 import { cpuSeconds, machineCpuSeconds, rssBytes, sleep } from "./system.mjs"
 import { DOMAIN } from "./targets.mjs"
 
@@ -22,27 +23,43 @@ const MiB = 2 ** 20
  */
 
 /**
+ * @typedef {Peer & { readonly pid: number, end: () => Promise<void> }} Generator
+ */
+
+/** The Node.js load generator, a forked child. @returns {Generator} */
+const forkGenerator = () => {
+  const child = fork(GENERATOR, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  const peer = client(child, "generator")
+  return {
+    pid: /** @type {number} */ (child.pid),
+    ask: peer.ask,
+    end: async () => {
+      await peer.ask("stop").catch(() => {})
+      child.kill()
+      await exited
+    }
+  }
+}
+
+/**
  * Runs `body` with a new generator; afterwards waits until the backend has seen every connection close, so the
  * next measurement starts from nothing.
  * @template A
- * @param {Context} context @param {(generator: Peer & { pid: number }) => Promise<A>} body
+ * @param {Context} context @param {(generator: Generator) => Promise<A>} body @param {() => Generator} [makeGenerator]
  * @returns {Promise<A>}
  */
-const withGenerator = async (context, body) => {
-  const child = fork(GENERATOR, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
-  const exited = new Promise((resolve) => child.once("exit", resolve))
-  const generator = { ...client(child, "generator"), pid: /** @type {number} */ (child.pid) }
+const withGenerator = async (context, body, makeGenerator = forkGenerator) => {
+  const generator = makeGenerator()
   try {
     return await body(generator)
   } finally {
-    await generator.ask("stop").catch(() => {})
-    child.kill()
-    await exited
+    await generator.end()
     for (let waited = 0; waited < 10_000 && (await context.backend.ask("snapshot")).open > 0; waited += 50) await sleep(50)
   }
 }
 
-/** @param {Context} context @param {Peer & { pid: number }} generator @param {Target} target */
+/** @param {Context} context @param {Generator} generator @param {Target} target */
 const read = async (context, generator, target) => {
   const [load, backend] = await Promise.all([generator.ask("snapshot"), context.backend.ask("snapshot")])
   const pid = target.pid()
@@ -55,10 +72,13 @@ const read = async (context, generator, target) => {
 /**
  * Starts the load, waits the warm-up, and returns the readings at both ends of the window.
  * @param {Context} context @param {Target} target @param {Size} size @param {Record<string, unknown>} load
+ * @param {{ port: number, host: string, makeGenerator?: () => Generator }} [to] where the load goes, and by which generator
  */
-const timed = (context, target, size, load) =>
-  withGenerator(context, async (generator) => {
-    await generator.ask("start", { port: target.port, host: DOMAIN, count: size.count, concurrency: size.concurrency, ...load })
+const timed = (context, target, size, load, to = { port: target.port, host: DOMAIN }) =>
+  withGenerator(
+    context,
+    async (generator) => {
+    await generator.ask("start", { port: to.port, host: to.host, count: size.count, concurrency: size.concurrency, ...load })
     await sleep(size.warmMs)
     const before = await read(context, generator, target)
     await sleep(size.windowMs)
@@ -71,7 +91,9 @@ const timed = (context, target, size, load) =>
       stealPercent: ((after.machine.steal - before.machine.steal) / seconds) * 100
     }
     return { before, after, seconds, cpu, elsewhere, errors: after.load.errors, firstError: after.load.firstError }
-  })
+    },
+    to.makeGenerator
+  )
 
 /** @param {Context} context @param {Target} target @param {Size} size */
 export const bulk = async (context, target, size) => {
@@ -87,9 +109,8 @@ export const bulk = async (context, target, size) => {
   }
 }
 
-/** @param {Context} context @param {Target} target @param {Size} size */
-export const game = async (context, target, size) => {
-  const run = await timed(context, target, size, { mode: "game" })
+/** @param {Awaited<ReturnType<typeof timed>>} run */
+const gameSample = (run) => {
   const rtt = run.after.load.rtt
   return {
     sessions: run.after.load.open,
@@ -101,6 +122,19 @@ export const game = async (context, target, size) => {
     errors: run.errors,
     firstError: run.firstError
   }
+}
+
+/** @param {Context} context @param {Target} target @param {Size} size */
+export const game = async (context, target, size) => gameSample(await timed(context, target, size, { mode: "game" }))
+
+/**
+ * The same game-shaped load from the native generator, echoed by the native backend (`context` has it, and
+ * `target.game` is where the proxy relays to it).
+ * @param {Context} context @param {Target} target @param {Size} size @param {string} binary
+ */
+export const gameNative = async (context, target, size, binary) => {
+  if (target.game === undefined) throw new Error(`${target.name} has no route to the native echo backend`)
+  return gameSample(await timed(context, target, size, {}, { ...target.game, makeGenerator: () => nativeGenerator(binary) }))
 }
 
 /** @param {Context} context @param {Target} target @param {Size} size @param {"rate" | "status"} mode */

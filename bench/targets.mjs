@@ -10,6 +10,8 @@ import * as path from "node:path"
 import { waitForPort } from "./system.mjs"
 
 export const DOMAIN = "bench.example.com"
+/** The server name under which Portal relays to the native echo backend of the game scenario (native.mjs). */
+export const GAME_DOMAIN = "game.bench.example.com"
 const PORTAL_MAIN = path.resolve(process.env.BENCH_PORTAL_MAIN ?? "dist/main.js")
 /**
  * The Node flags Portal's launchers use, read from the first line of its main file (`#!/usr/bin/env -S node FLAGS`,
@@ -26,6 +28,8 @@ export const DEFAULT_STATUS_TTL = "5s"
  * @typedef {object} Target
  * @property {string} name
  * @property {number} port where the load generator connects
+ * @property {{ port: number, host: string }} [game] where the native game load connects, and the server address it
+ *   names, to reach the native echo backend
  * @property {() => number | undefined} pid the proxy process, undefined for the direct connection
  * @property {(options?: { statusTtl?: string }) => Promise<void>} restart a fresh process (Portal: with this TTL)
  * @property {() => Promise<void>} stop
@@ -57,26 +61,28 @@ const startProcess = async (spec) => {
   }
 }
 
-/** @param {number} backendPort @returns {Target} */
-export const directTarget = (backendPort) => ({
+/** @param {number} backendPort @param {number} [nativeEchoPort] @returns {Target} */
+export const directTarget = (backendPort, nativeEchoPort) => ({
   name: "direct",
   port: backendPort,
+  ...(nativeEchoPort === undefined ? {} : { game: { port: nativeEchoPort, host: DOMAIN } }),
   pid: () => undefined,
   restart: async () => {},
   stop: async () => {}
 })
 
 /**
- * @param {{ dir: string, port: number, backendPort: number, mode: "passthrough" | "zero_copy", cpu: number | undefined, nodeFlags: Array<string> }} spec
+ * With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend.
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy", cpu: number | undefined, nodeFlags: Array<string> }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {
   const dir = path.join(spec.dir, `portal-${spec.mode}`)
   mkdirSync(path.join(dir, "servers"), { recursive: true })
-  writeFileSync(
-    path.join(dir, "servers", "bench.toml"),
-    `domains = ["${DOMAIN}"]\naddresses = ["127.0.0.1:${spec.backendPort}"]\nproxy_mode = "${spec.mode}"\n`
-  )
+  const server = (/** @type {string} */ domain, /** @type {number} */ backendPort) =>
+    `domains = ["${domain}"]\naddresses = ["127.0.0.1:${backendPort}"]\nproxy_mode = "${spec.mode}"\n`
+  writeFileSync(path.join(dir, "servers", "bench.toml"), server(DOMAIN, spec.backendPort))
+  if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
     writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n`)
@@ -93,6 +99,7 @@ export const portalTarget = async (spec) => {
   return {
     name: spec.mode,
     port: spec.port,
+    ...(spec.nativeEchoPort === undefined ? {} : { game: { port: spec.port, host: GAME_DOMAIN } }),
     pid: () => running.pid,
     restart: async (options = {}) => {
       await running.stop()
@@ -105,7 +112,8 @@ export const portalTarget = async (spec) => {
 /**
  * HAProxy in `mode tcp`. With `splice`, it relays with splice(2) too (`option splice-request` and `splice-response`):
  * the bulk scenario's reference for what splicing costs the load on loopback, whoever does it.
- * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined, splice?: boolean }} spec
+ * With `game`, a second frontend on `game.port` relays to the native echo backend.
+ * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined, splice?: boolean, game?: { port: number, backendPort: number } | undefined }} spec
  * @returns {Promise<Target>}
  */
 export const haproxyTarget = async (spec) => {
@@ -127,6 +135,9 @@ export const haproxyTarget = async (spec) => {
       "    default_backend backend",
       "backend backend",
       `    server backend 127.0.0.1:${spec.backendPort}`,
+      ...(spec.game === undefined
+        ? []
+        : ["frontend game", `    bind 127.0.0.1:${spec.game.port}`, "    default_backend game", "backend game", `    server game 127.0.0.1:${spec.game.backendPort}`]),
       ""
     ].join("\n")
   )
@@ -143,6 +154,7 @@ export const haproxyTarget = async (spec) => {
   return {
     name,
     port: spec.port,
+    ...(spec.game === undefined ? {} : { game: { port: spec.game.port, host: DOMAIN } }),
     pid: () => running.pid,
     restart: async () => {
       await running.stop()
