@@ -8,7 +8,7 @@ import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { client } from "./ipc.mjs"
 import { nativeGenerator } from "./native.mjs"
-import { cpuSeconds, machineCpuSeconds, rssBytes, sleep } from "./system.mjs"
+import { cpuSeconds, everyProcessCpuSeconds, otherCpuSeconds, rssBytes, sleep, stealSeconds } from "./system.mjs"
 import { DOMAIN } from "./targets.mjs"
 
 const GENERATOR = fileURLToPath(new URL("./generator.mjs", import.meta.url))
@@ -64,9 +64,8 @@ const read = async (context, generator, target) => {
   const [load, backend] = await Promise.all([generator.ask("snapshot"), context.backend.ask("snapshot")])
   const pid = target.pid()
   const cpu = pid === undefined ? undefined : cpuSeconds(pid)
-  const own = process.cpuUsage()
-  const bench = (cpu ?? 0) + cpuSeconds(generator.pid) + cpuSeconds(context.backendPid) + (own.user + own.system) / 1e6
-  return { at: performance.now(), load, backend, cpu, bench, machine: machineCpuSeconds() }
+  const bench = [process.pid, generator.pid, context.backendPid, ...(pid === undefined ? [] : [pid])]
+  return { at: performance.now(), load, backend, cpu, bench, processes: everyProcessCpuSeconds(), steal: stealSeconds() }
 }
 
 /**
@@ -78,19 +77,19 @@ const timed = (context, target, size, load, to = { port: target.port, host: DOMA
   withGenerator(
     context,
     async (generator) => {
-    await generator.ask("start", { port: to.port, host: to.host, count: size.count, concurrency: size.concurrency, ...load })
-    await sleep(size.warmMs)
-    const before = await read(context, generator, target)
-    await sleep(size.windowMs)
-    const after = await read(context, generator, target)
-    const seconds = (after.at - before.at) / 1000
-    const cpu = before.cpu === undefined || after.cpu === undefined ? undefined : after.cpu - before.cpu
-    // What other processes on the machine ran during the window, and what the hypervisor took: both disturb it.
-    const elsewhere = {
-      otherPercent: ((after.machine.running - before.machine.running - (after.bench - before.bench)) / seconds) * 100,
-      stealPercent: ((after.machine.steal - before.machine.steal) / seconds) * 100
-    }
-    return { before, after, seconds, cpu, elsewhere, errors: after.load.errors, firstError: after.load.firstError }
+      await generator.ask("start", { port: to.port, host: to.host, count: size.count, concurrency: size.concurrency, ...load })
+      await sleep(size.warmMs)
+      const before = await read(context, generator, target)
+      await sleep(size.windowMs)
+      const after = await read(context, generator, target)
+      const seconds = (after.at - before.at) / 1000
+      const cpu = before.cpu === undefined || after.cpu === undefined ? undefined : after.cpu - before.cpu
+      // What other processes on the machine ran during the window, and what the hypervisor took: both disturb it.
+      const elsewhere = {
+        otherPercent: (otherCpuSeconds(before.processes, after.processes, after.bench) / seconds) * 100,
+        stealPercent: ((after.steal - before.steal) / seconds) * 100
+      }
+      return { before, after, seconds, cpu, elsewhere, errors: after.load.errors, firstError: after.load.firstError }
     },
     to.makeGenerator
   )

@@ -1,28 +1,70 @@
 // @ts-check
 /** What the bench reads from and asks of Linux: process CPU time and RSS, CPU pinning, the open-files limit. */
 import { spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 
 const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
 
-/** User plus system CPU seconds of a process, all threads, from /proc/<pid>/stat. @param {number} pid */
-export const cpuSeconds = (pid) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-  // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15.
+/**
+ * A process's name, start time (clock ticks after boot) and CPU seconds (user plus system, all threads) from the
+ * text of /proc/<pid>/stat.
+ * @param {string} stat
+ */
+const parseStat = (stat) => {
+  // Fields after the command name (which may contain spaces): state is field 3, utime 14, stime 15, starttime 22.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    started: Number(fields[19]),
+    seconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  }
+}
+
+/** User plus system CPU seconds of a process, all threads, from /proc/<pid>/stat. @param {number} pid */
+export const cpuSeconds = (pid) => parseStat(readFileSync(`/proc/${pid}/stat`, "utf8")).seconds
+
+/**
+ * Name, start time and CPU seconds of every process on the machine, the kernel's threads included, by pid. A
+ * process that exits while the list is read is left out.
+ * @returns {Map<number, { name: string, started: number, seconds: number }>}
+ */
+export const everyProcessCpuSeconds = () => {
+  const byPid = new Map()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      byPid.set(Number(entry), parseStat(readFileSync(`/proc/${entry}/stat`, "utf8")))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return byPid
 }
 
 /**
- * CPU seconds the whole machine spent running processes (user, nice, system) and lost to the hypervisor (steal),
- * from /proc/stat. Interrupt time is left out: loopback traffic is processed there, on behalf of the bench itself.
+ * CPU seconds that processes other than `bench` ran between two readings of everyProcessCpuSeconds(). The
+ * kernel's softirq threads are left out: on this machine they process the bench's own loopback packets.
+ * @param {ReturnType<typeof everyProcessCpuSeconds>} before @param {ReturnType<typeof everyProcessCpuSeconds>} after
+ * @param {ReadonlyArray<number>} bench
  */
-export const machineCpuSeconds = () => {
+export const otherCpuSeconds = (before, after, bench) => {
+  let total = 0
+  for (const [pid, { name, started, seconds }] of after) {
+    if (bench.includes(pid) || name.startsWith("ksoftirqd/")) continue
+    const earlier = before.get(pid)
+    // A pid met only afterwards, or with another start time (a reused pid), is a process started during the
+    // window: all its time is new. Names do not tell: a kernel worker's changes with the work it does.
+    total += earlier !== undefined && earlier.started === started ? Math.max(0, seconds - earlier.seconds) : seconds
+  }
+  return total
+}
+
+/** CPU seconds the whole machine lost to the hypervisor (steal), from /proc/stat. */
+export const stealSeconds = () => {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? []
-  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = fields
-  return { running: (user + nice + system) / CLOCK_TICKS, steal: steal / CLOCK_TICKS }
+  return (fields[7] ?? 0) / CLOCK_TICKS
 }
 
 /** Resident set size in bytes, from /proc/<pid>/status. @param {number} pid */

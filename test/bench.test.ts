@@ -3,6 +3,7 @@ import { execFile } from "node:child_process"
 import { promisify } from "node:util"
 import { describe, expect, it } from "vitest"
 import { DISTURBED_PERCENT, MAX_REPEATS, measureUndisturbed, repeatNote } from "../bench/disturbance.mjs"
+import { everyProcessCpuSeconds, otherCpuSeconds } from "../bench/system.mjs"
 
 const SCENARIO_ROWS = [
   "| 1. Bulk relay | throughput",
@@ -93,5 +94,51 @@ describe("windows disturbed by the machine", () => {
     expect(line).toContain("game haproxy round 2 (17%, 2%)")
     expect(line).toContain("bulk zero_copy round 1 (40%, 30%, 20%)")
     expect(line).toContain("1 of them stayed disturbed in every attempt")
+  })
+})
+
+describe("other load during a window", () => {
+  const processes = (entries: Array<[number, string, number, number?]>) =>
+    new Map(entries.map(([pid, name, seconds, started = 1]) => [pid, { name, started, seconds }]))
+
+  it("counts what processes outside the bench ran, not the bench's own nor the softirq threads", () => {
+    const before = processes([
+      [1, "init", 5],
+      [10, "node", 100],
+      [11, "gameload", 3],
+      [12, "haproxy", 40],
+      [13, "ksoftirqd/1", 7]
+    ])
+    const after = processes([
+      [1, "init", 5.25],
+      [10, "node", 104],
+      [11, "gameload", 5],
+      [12, "haproxy", 40.5],
+      [13, "ksoftirqd/1", 9],
+      [20, "cron", 0.125, 900]
+    ])
+    // init 0.25, the idle haproxy 0.5 and the new cron 0.125; the bench's node and gameload and ksoftirqd are left out.
+    expect(otherCpuSeconds(before, after, [10, 11])).toBeCloseTo(0.875)
+  })
+
+  it("takes a reused pid as a new process, follows one whose name changed, and never counts time backwards", () => {
+    const before = processes([
+      [30, "sshd", 50, 100],
+      [31, "node", 9],
+      [32, "kworker/0:2-events", 3, 50]
+    ])
+    const after = processes([
+      [30, "bash", 0.2, 7000],
+      [31, "node", 8],
+      [32, "kworker/0:2-mm_percpu_wq", 3.01, 50]
+    ])
+    expect(otherCpuSeconds(before, after, [])).toBeCloseTo(0.21)
+  })
+
+  it.skipIf(process.platform !== "linux")("reads every process of this machine, this one included", () => {
+    const all = everyProcessCpuSeconds()
+    // This process has run for more than one clock tick by now.
+    expect(all.get(process.pid)?.seconds).toBeGreaterThan(0)
+    expect(all.get(1)?.name).toMatch(/\S/)
   })
 })
