@@ -401,7 +401,8 @@ static int advanceLogin(int index, uint32_t events, const unsigned char* hello, 
   return 1;
 }
 
-static void gameReadable(int index, double now) {
+// Reads what arrived; an echo's round trip ends when the read that completes it returns.
+static void gameReadable(int index) {
   Session* s = &sessions[index];
   unsigned char buffer[16 * PACKET_BYTES];
   for (;;) {
@@ -409,6 +410,7 @@ static void gameReadable(int index, double now) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) return endSession(index, "closed while playing", n == 0 ? ECONNRESET : errno);
+    double now = nowMs();
     for (ssize_t at = 0; at < n;) {
       size_t take = PACKET_BYTES - s->carryUsed;
       if (take > (size_t)(n - at)) take = (size_t)(n - at);
@@ -476,7 +478,6 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
   armTimer(timer, start);
   for (;;) {
     int n = epoll_wait(epollFd, events, 1024, -1);
-    double now = nowMs();
     for (int i = 0; i < n; i++) {
       uint32_t tag = events[i].data.u32;
       if (tag == STDIN_TAG) {
@@ -495,7 +496,7 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
         }
         armTimer(timer, start + sent * step);
       } else if (sessions[tag].state == PLAYING) {
-        gameReadable((int)tag, now);
+        gameReadable((int)tag);
       }
     }
   }
