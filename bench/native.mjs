@@ -44,7 +44,7 @@ const start = (binary, args) => {
     const next = waiting.shift()
     try {
       next?.resolve(JSON.parse(line))
-    } catch (error) {
+    } catch {
       next?.reject(new Error(`gameload ${args[0]}: not JSON: ${line}`))
     }
   })
