@@ -4,7 +4,7 @@ import * as Layer from "effect/Layer"
 import * as List from "effect/List"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import { logFieldsOf } from "../services/session/logFields.js"
+import { logFieldsOf } from "../services/log/connectionFields.js"
 
 export type LogFormat = "pretty" | "json"
 

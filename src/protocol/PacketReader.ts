@@ -14,7 +14,7 @@ export class PacketReader {
   }
 
   private need(bytes: number, what: string): void {
-    if (this.offset + bytes > this.end) throw new ProtocolError(`truncated ${what}`)
+    if (this.offset + bytes > this.end) throw new ProtocolError({ reason: `truncated ${what}` })
   }
 
   varInt(what = "VarInt"): number {
@@ -25,17 +25,17 @@ export class PacketReader {
       value |= (byte & 0x7f) << (7 * i)
       if ((byte & 0x80) === 0) return value
     }
-    throw new ProtocolError(`${what} longer than ${MAX_VARINT_BYTES} bytes`)
+    throw new ProtocolError({ reason: `${what} longer than ${MAX_VARINT_BYTES} bytes` })
   }
 
   /** A VarInt-prefixed UTF-8 string of at most `maxChars` characters (the protocol's limit). */
   string(maxChars: number, what = "string"): string {
     const length = this.varInt(`${what} length`)
-    if (length < 0 || length > maxChars * 3) throw new ProtocolError(`${what} of ${length} bytes is too long`)
+    if (length < 0 || length > maxChars * 3) throw new ProtocolError({ reason: `${what} of ${length} bytes is too long` })
     this.need(length, what)
     const text = this.buffer.toString("utf8", this.offset, this.offset + length)
     this.offset += length
-    if (text.length > maxChars) throw new ProtocolError(`${what} of ${text.length} characters is too long`)
+    if (text.length > maxChars) throw new ProtocolError({ reason: `${what} of ${text.length} characters is too long` })
     return text
   }
 
@@ -70,7 +70,7 @@ export class PacketReader {
   }
 
   bytes(length: number, what = "bytes"): Buffer {
-    if (length < 0) throw new ProtocolError(`negative length of ${what}`)
+    if (length < 0) throw new ProtocolError({ reason: `negative length of ${what}` })
     this.need(length, what)
     const out = this.buffer.subarray(this.offset, this.offset + length)
     this.offset += length

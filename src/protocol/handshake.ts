@@ -28,9 +28,9 @@ export const decodeHandshakeBody = (body: Buffer): Handshake => {
   const port = reader.u16("server port")
   const nextState = reader.varInt("next state")
   if (nextState !== NEXT_STATE_STATUS && nextState !== NEXT_STATE_LOGIN && nextState !== NEXT_STATE_TRANSFER) {
-    throw new ProtocolError(`unknown next state ${nextState}`)
+    throw new ProtocolError({ reason: `unknown next state ${nextState}` })
   }
-  if (reader.remaining !== 0) throw new ProtocolError(`${reader.remaining} unexpected bytes after the handshake`)
+  if (reader.remaining !== 0) throw new ProtocolError({ reason: `${reader.remaining} unexpected bytes after the handshake` })
   return { protocolVersion, address, port, nextState }
 }
 

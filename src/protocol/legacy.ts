@@ -53,21 +53,21 @@ const parsePingHost = (buffer: Buffer): LegacyDetection => {
     need(2)
     const channelUnits = buffer.readUInt16BE(offset)
     offset += 2
-    if (channelUnits !== PING_HOST_CHANNEL.length) throw new ProtocolError("1.6 ping without MC|PingHost")
+    if (channelUnits !== PING_HOST_CHANNEL.length) throw new ProtocolError({ reason: "1.6 ping without MC|PingHost" })
     need(channelUnits * 2)
-    if (readUtf16(buffer, offset, channelUnits) !== PING_HOST_CHANNEL) throw new ProtocolError("1.6 ping without MC|PingHost")
+    if (readUtf16(buffer, offset, channelUnits) !== PING_HOST_CHANNEL) throw new ProtocolError({ reason: "1.6 ping without MC|PingHost" })
     offset += channelUnits * 2
     need(2)
     const dataLength = buffer.readUInt16BE(offset)
     offset += 2
-    if (dataLength < 7 || dataLength > 7 + MAX_LEGACY_HOST_CHARS * 2) throw new ProtocolError(`1.6 ping data of ${dataLength} bytes`)
+    if (dataLength < 7 || dataLength > 7 + MAX_LEGACY_HOST_CHARS * 2) throw new ProtocolError({ reason: `1.6 ping data of ${dataLength} bytes` })
     need(dataLength)
     const protocolVersion = buffer[offset]!
     const hostUnits = buffer.readUInt16BE(offset + 1)
-    if (3 + hostUnits * 2 + 4 !== dataLength) throw new ProtocolError("1.6 ping host length does not match its data length")
+    if (3 + hostUnits * 2 + 4 !== dataLength) throw new ProtocolError({ reason: "1.6 ping host length does not match its data length" })
     const host = readUtf16(buffer, offset + 3, hostUnits)
     const port = buffer.readInt32BE(offset + 3 + hostUnits * 2)
-    if (port < 0 || port > 65535) throw new ProtocolError(`1.6 ping port ${port}`)
+    if (port < 0 || port > 65535) throw new ProtocolError({ reason: `1.6 ping port ${port}` })
     return { _tag: "Ping", ping: { _tag: "V1_6", protocolVersion, host, port } }
   } catch (error) {
     if (error instanceof NeedMore) return { _tag: "NeedMore" }

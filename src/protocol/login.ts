@@ -27,7 +27,7 @@ const P_1_20_2 = 764
 export const decodeLoginStartBody = (body: Buffer, protocolVersion: number): LoginStart => {
   const reader = new PacketReader(body)
   const name = reader.string(MAX_PLAYER_NAME_CHARS, "player name")
-  if (name.length === 0) throw new ProtocolError("empty player name")
+  if (name.length === 0) throw new ProtocolError({ reason: "empty player name" })
   let uuid: string | undefined
   if (protocolVersion >= P_1_20_2) {
     uuid = reader.uuid()

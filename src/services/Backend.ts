@@ -82,7 +82,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
      */
     const dial = (server: ServerDefinition, global: GlobalConfig): Effect.Effect<Dialed, BackendUnavailable> =>
       Effect.async<Dialed, BackendUnavailable>((resume) => {
-        const order = balancer.orderAt(server, monotonicMillisOf(clock))
+        const order = balancer.dataPlane.order(server, monotonicMillisOf(clock))
         const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
         const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
         const failures: Array<AttemptFailure> = []
@@ -105,7 +105,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
             current.destroy()
             socket = undefined
             failures.push({ address: formatHostPort(address), reason })
-            balancer.failedAt(server.id, address, monotonicMillisOf(clock))
+            balancer.dataPlane.failed(server.id, address, monotonicMillisOf(clock))
             attempt()
           }
           const onError = (error: Error) => failed(describeError(error))
@@ -113,7 +113,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
             settle()
             current.on("error", ignoreError) // errors surface through the relay
             applyKeepalive(current, keepaliveParams(global))
-            balancer.succeededAt(server.id, address, monotonicMillisOf(clock))
+            balancer.dataPlane.succeeded(server.id, address, monotonicMillisOf(clock))
             socket = undefined
             resume(Effect.succeed({ socket: current, address, failures }))
           }

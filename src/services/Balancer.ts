@@ -4,7 +4,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Scope from "effect/Scope"
 import type { ServerDefinition } from "../schema/decode.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
@@ -19,6 +18,20 @@ export interface AddressStatus {
   /** On Effect's monotonic clock (see monotonicClock.ts), not a wall-clock date. */
   readonly ejectedUntil: number | undefined
   readonly failures: number
+}
+
+/** The connection path's surface: synchronous, called for every login; `now` is on the monotonic clock. */
+export interface BalancerDataPlane {
+  /** The addresses in the order a login tries them. */
+  readonly order: (server: ServerDefinition, now: number) => ReadonlyArray<BackendAddress>
+  /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
+  readonly succeeded: (serverId: string, address: BackendAddress, now: number) => void
+  /** A connect failed: eject the address for a growing back-off. */
+  readonly failed: (serverId: string, address: BackendAddress, now: number) => void
+  /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
+  readonly acquire: (serverId: string, address: BackendAddress) => () => void
+  /** Whether any address passes the active health check (true for servers without one). */
+  readonly anyHealthy: (server: ServerDefinition) => boolean
 }
 
 export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
@@ -54,9 +67,6 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
       return orderCandidates(server.config.balance, candidates, now, slowStart).map((candidate) => candidate.address)
     }
 
-    const order = (server: ServerDefinition): Effect.Effect<ReadonlyArray<BackendAddress>> =>
-      Effect.map(monotonicMillis, (now) => orderAt(server, now))
-
     /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
     const succeededAt = (serverId: string, address: BackendAddress, now: number): void => {
       const state = stateOf(serverId, address)
@@ -84,25 +94,24 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
       }
     }
 
-    const acquire = (serverId: string, address: BackendAddress): Effect.Effect<() => void> =>
-      Effect.sync(() => acquireNow(serverId, address))
-
     const markRecovered = (state: AddressState, now: number) => {
       state.recoveredAt = now
       state.currentWeight = 0
     }
 
+    const healthyAny = (server: ServerDefinition): boolean =>
+      server.config.addresses.some((address) => stateOf(server.id, address).healthy)
+
+    const dataPlane: BalancerDataPlane = {
+      order: orderAt,
+      succeeded: succeededAt,
+      failed: failedAt,
+      acquire: acquireNow,
+      anyHealthy: healthyAny
+    }
+
     return {
-      order,
-      orderAt,
-      /** A connect succeeded: the address is trusted again (and ramps up if it had been failing). */
-      reportSuccess: (serverId: string, address: BackendAddress) =>
-        Effect.map(monotonicMillis, (now) => succeededAt(serverId, address, now)),
-      /** A connect failed: eject the address for a growing back-off. */
-      reportFailure: (serverId: string, address: BackendAddress) =>
-        Effect.map(monotonicMillis, (now) => failedAt(serverId, address, now)),
-      succeededAt,
-      failedAt,
+      dataPlane,
       /** The active health check's verdict for an address. */
       setHealth: (serverId: string, address: BackendAddress, healthy: boolean) =>
         Effect.map(monotonicMillis, (now) => {
@@ -114,23 +123,8 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
             state.ejectedUntil = 0
           }
         }),
-      /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
-      acquire,
-      acquireNow,
-      /** Counts a live session on an address for least_conn, for the life of the scope. */
-      track: (serverId: string, address: BackendAddress): Effect.Effect<void, never, Scope.Scope> =>
-        Effect.acquireRelease(acquire(serverId, address), (release) => Effect.sync(release)),
       /** Whether any address passes the active health check (true for servers without one). */
-      anyHealthy: (server: ServerDefinition) =>
-        Effect.sync(() => server.config.addresses.some((address) => stateOf(server.id, address).healthy)),
-      /** Whether any address of the server is believed reachable right now. */
-      anyAvailable: (server: ServerDefinition) =>
-        Effect.map(monotonicMillis, (now) =>
-          server.config.addresses.some((address) => {
-            const state = stateOf(server.id, address)
-            return state.healthy && state.ejectedUntil <= now
-          })
-        ),
+      anyHealthy: (server: ServerDefinition) => Effect.sync(() => healthyAny(server)),
       status: (server: ServerDefinition) =>
         Effect.map(monotonicMillis, (now): ReadonlyArray<AddressStatus> =>
           server.config.addresses.map((address) => {

@@ -82,6 +82,14 @@ const banAudit = (action: "ban" | "expire", ban: Ban, at: number): AuditEntry =>
     ? { at, action, target: ban.target, reason: ban.reason, source: ban.source, expires_at: ban.expires_at }
     : { at, action, target: ban.target, reason: ban.reason, expires_at: ban.expires_at }
 
+/** The connection path's surface: synchronous lookups at `nowMs` (epoch ms). */
+export interface BanStoreDataPlane {
+  /** The ban that applies to a client address, if any (every accepted connection). */
+  readonly ipBan: (ip: string, nowMs: number) => Ban | undefined
+  /** The ban that applies to a player by UUID (when known) or name, if any. */
+  readonly playerBan: (player: { readonly name: string; readonly uuid: string | undefined }, nowMs: number) => Ban | undefined
+}
+
 export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
   scoped: Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -333,7 +341,12 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
     yield* purge.pipe(Effect.repeat(Schedule.spaced(options.purge_interval)), Effect.forkScoped)
 
     const now = Clock.currentTimeMillis
+    const dataPlane: BanStoreDataPlane = {
+      ipBan: (ip, nowMs) => findIpBan(latest.index, ip, nowMs),
+      playerBan: (player, nowMs) => findPlayerBan(latest.index, player, nowMs)
+    }
     return {
+      dataPlane,
       /** Bans a target (replacing any ban of the same target); the change is on disk when this succeeds. */
       add,
       /** Lifts the ban of a target; true when an active ban was removed. */
@@ -342,21 +355,6 @@ export class BanStore extends Effect.Service<BanStore>()("portal/BanStore", {
       list: Effect.map(Effect.zip(Ref.get(state), now), ([current, nowMs]): ReadonlyArray<Ban> =>
         [...current.index.all.values()].filter((ban) => isActive(ban, nowMs))
       ),
-      /** `checkIp`, synchronously at `nowMs` (epoch ms); for the per-connection path. */
-      checkIpAt: (ip: string, nowMs: number): Ban | undefined => findIpBan(latest.index, ip, nowMs),
-      /** `checkPlayer`, synchronously at `nowMs` (epoch ms); for the per-connection path. */
-      checkPlayerAt: (player: { readonly name: string; readonly uuid: string | undefined }, nowMs: number): Ban | undefined =>
-        findPlayerBan(latest.index, player, nowMs),
-      /** The ban that applies to a client address, if any (called on every accepted connection). */
-      checkIp: (ip: string): Effect.Effect<Option.Option<Ban>> =>
-        Effect.map(Effect.zip(Ref.get(state), now), ([current, nowMs]) =>
-          Option.fromNullable(findIpBan(current.index, ip, nowMs))
-        ),
-      /** The ban that applies to a player by UUID (when known) or name, if any. */
-      checkPlayer: (player: { readonly name: string; readonly uuid: string | undefined }): Effect.Effect<Option.Option<Ban>> =>
-        Effect.map(Effect.zip(Ref.get(state), now), ([current, nowMs]) =>
-          Option.fromNullable(findPlayerBan(current.index, player, nowMs))
-        ),
       /** The audit log as it is in the file, oldest first. */
       audit: Effect.map(Ref.get(state), (current): ReadonlyArray<AuditEntry> => current.audit)
     }

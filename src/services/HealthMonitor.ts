@@ -15,12 +15,13 @@ import { type ActiveHealth } from "../schema/GlobalConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { readFrame } from "../protocol/frame.js"
+import { decodeWith } from "../protocol/ProtocolError.js"
 import { encodeHandshake, NEXT_STATE_STATUS } from "../protocol/handshake.js"
 import { encodeProxyV2Local } from "../protocol/proxyProtocol.js"
 import { decodeStatusResponseBody, MAX_STATUS_FRAME_BYTES, STATUS_REQUEST } from "../protocol/status.js"
 import { Balancer } from "./Balancer.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { done, failParse, needMore, SocketReader, writeAll } from "./session/SocketReader.js"
+import { done, failParse, failWith, needMore, SocketReader, writeAll } from "./net/SocketReader.js"
 import { parseBackendStatus } from "./status/motd.js"
 
 /** Protocol number used in probe handshakes; any server answers a status request whatever the number. */
@@ -67,12 +68,9 @@ export const probe = (server: ServerDefinition, address: BackendAddress, setting
       const text = yield* new SocketReader(socket).read("a status answer", MAX_STATUS_FRAME_BYTES, Duration.toMillis(settings.timeout), (buffer) => {
         const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
         if (frame._tag === "Incomplete") return needMore
-        if (frame._tag === "Invalid" || frame.packetId !== 0) return failParse(new Error("not a status answer"))
-        try {
-          return done(decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)), frame.end)
-        } catch (error) {
-          return failParse(error as Error)
-        }
+        if (frame._tag === "Invalid" || frame.packetId !== 0) return failWith("not a status answer")
+        const decoded = decodeWith(() => decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)))
+        return decoded._tag === "Ok" ? done(decoded.value, frame.end) : failParse(decoded.error)
       })
       parseBackendStatus(text)
     })

@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import ipaddr from "ipaddr.js"
 import type { IpFilter as IpFilterConfig } from "../schema/common.js"
 import type { ServerDefinition } from "../schema/decode.js"
-import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
+import type { ConfigSnapshot } from "./ConfigStore.js"
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number]
 
@@ -51,9 +51,16 @@ export const isAllowed = (filter: CompiledFilter, ip: string): boolean => {
   return filter.whitelist.length === 0 || inRanges(address, filter.whitelist)
 }
 
+/** The connection path's surface: synchronous, called for every connection. */
+export interface IpFilterDataPlane {
+  /** The global filter of a snapshot (every connection, before the handshake). */
+  readonly allowedGlobally: (snapshot: ConfigSnapshot, ip: string) => boolean
+  /** A server's own filter (after routing). */
+  readonly allowedFor: (server: ServerDefinition, ip: string) => boolean
+}
+
 export class IpFilter extends Effect.Service<IpFilter>()("portal/IpFilter", {
-  effect: Effect.gen(function* () {
-    const store = yield* ConfigStore
+  effect: Effect.sync(() => {
     const globals = new WeakMap<ConfigSnapshot, CompiledFilter>()
     const perServer = new WeakMap<ServerDefinition, CompiledFilter>()
     const globalFilter = (snapshot: ConfigSnapshot) => {
@@ -66,12 +73,10 @@ export class IpFilter extends Effect.Service<IpFilter>()("portal/IpFilter", {
       if (filter === undefined) perServer.set(server, (filter = compileFilter(server.config.ip_filter)))
       return filter
     }
-    return {
-      /** The global filter, in the given snapshot (every connection, before the handshake). */
-      allowedGlobally: (snapshot: ConfigSnapshot, ip: string): boolean => isAllowed(globalFilter(snapshot), ip),
-      /** A server's own filter (after routing). */
-      allowedFor: (server: ServerDefinition, ip: string): boolean => isAllowed(serverFilter(server), ip),
-      allowedNow: (ip: string) => Effect.map(store.get, (snapshot) => isAllowed(globalFilter(snapshot), ip))
+    const dataPlane: IpFilterDataPlane = {
+      allowedGlobally: (snapshot, ip) => isAllowed(globalFilter(snapshot), ip),
+      allowedFor: (server, ip) => isAllowed(serverFilter(server), ip)
     }
+    return { dataPlane }
   })
 }) {}

@@ -1,17 +1,10 @@
 /**
- * PlayerRegistry: every live session (from routing to close) and the player counts derived from them.
- * Byte counters are read from the sockets on demand, so the relay pays nothing per chunk.
+ * PlayerRegistry: every live login session (from admission to close), the player counts derived from them, and the
+ * way to end one from outside (a kick from the admin API, a ban made while the player is online).
+ * Byte counters are read from the relay on demand, so it pays nothing per chunk.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Scope from "effect/Scope"
-
-export interface SessionByteSource {
-  /** Bytes received from the player so far. */
-  readonly bytesIn: () => number
-  /** Bytes sent to the player so far. */
-  readonly bytesOut: () => number
-}
+import type { ByteMeter } from "./relay/RelayMode.js"
 
 export interface SessionEntry {
   readonly id: number
@@ -32,18 +25,36 @@ export interface SessionSnapshot extends SessionEntry {
   readonly bytesOut: number
 }
 
+/** What ends a session from outside: before the relay, the login in progress; after, the relay. */
+export interface SessionEnder {
+  readonly end: (reason: string) => void
+}
+
 interface LiveSession {
   readonly entry: SessionEntry
   backendAddress: string | undefined
-  bytes: SessionByteSource | undefined
+  bytes: ByteMeter | undefined
+  ender: SessionEnder | undefined
+  /** Set once the session was asked to end, so an ender attached later ends it at once. */
+  endedBecause: string | undefined
 }
 
 /** A session's place in the registry; `release` removes it (idempotent). */
 export interface SessionLease {
   readonly id: number
+  /** How to end the session from now on (replacing any ender attached before). */
+  readonly attachEnder: (ender: SessionEnder) => void
   /** Records the backend address once connected, and where the byte counts come from. */
-  readonly attachBackend: (backendAddress: string, bytes: SessionByteSource) => void
+  readonly attachBackend: (backendAddress: string, bytes: ByteMeter) => void
   readonly release: () => void
+}
+
+/** The connection path's surface: synchronous, called for every login. */
+export interface PlayerRegistryDataPlane {
+  /** Adds a session at `since` (epoch ms) until its lease is released. */
+  readonly add: (entry: Omit<SessionEntry, "since">, since: number) => SessionLease
+  /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
+  readonly countFor: (serverId: string) => number
 }
 
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
@@ -59,12 +70,9 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       else perServer.set(serverId, next)
     }
 
-    /**
-     * Adds a session until its lease is released. A plain callback rather than a scope: a relayed session outlives
-     * the fiber that set it up, and its relay releases the lease when the connection ends.
-     */
-    /** `add` at `since` (epoch ms), synchronously: this runs for every login. */
-    const addAt = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {
+    // A plain callback rather than a scope: a relayed session outlives the fiber that set it up, and its relay
+    // releases the lease when the connection ends.
+    const add = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {
       const session: SessionEntry = {
         id: entry.id,
         serverId: entry.serverId,
@@ -75,12 +83,17 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         uuid: entry.uuid,
         since
       }
-      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined }
+      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined }
       sessions.set(entry.id, live)
       adjust(entry.serverId, 1)
       let released = false
       return {
         id: entry.id,
+        attachEnder: (ender) => {
+          if (released) return
+          live.ender = ender
+          if (live.endedBecause !== undefined) ender.end(live.endedBecause)
+        },
         attachBackend: (backendAddress, bytes) => {
           if (released) return
           live.backendAddress = backendAddress
@@ -89,20 +102,14 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         release: () => {
           if (released) return
           released = true
-          // The byte source reaches the session's sockets: let go of it, since a replaced Map table may keep `live`
-          // (see the note above RelayWatchdog in Relay.ts).
+          // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
+          // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
+          live.ender = undefined
           if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
         }
       }
     }
-
-    const add = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease> =>
-      Effect.map(Clock.currentTimeMillis, (since) => addAt(entry, since))
-
-    /** Adds a session for the life of the current scope. */
-    const register = (entry: Omit<SessionEntry, "since">): Effect.Effect<SessionLease, never, Scope.Scope> =>
-      Effect.acquireRelease(add(entry), (lease) => Effect.sync(lease.release))
 
     const snapshot = (live: LiveSession): SessionSnapshot => ({
       ...live.entry,
@@ -111,17 +118,44 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       bytesOut: live.bytes?.bytesOut() ?? 0
     })
 
-    return {
+    const endLive = (live: LiveSession, reason: string): void => {
+      if (live.endedBecause !== undefined) return
+      live.endedBecause = reason
+      live.ender?.end(reason)
+    }
+
+    const dataPlane: PlayerRegistryDataPlane = {
       add,
-      addAt,
-      register,
+      countFor: (serverId) => perServer.get(serverId) ?? 0
+    }
+
+    return {
+      dataPlane,
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
-      /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
-      countFor: (serverId: string) => Effect.sync(() => perServer.get(serverId) ?? 0),
-      /** `countFor`, synchronously. */
-      countForNow: (serverId: string): number => perServer.get(serverId) ?? 0,
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
-      total: Effect.sync(() => sessions.size)
+      total: Effect.sync(() => sessions.size),
+      /**
+       * Ends one session with a reason the player is shown where the protocol allows; false when no such session is
+       * live. The session leaves the registry when its connection has closed.
+       */
+      end: (id: number, reason: string): Effect.Effect<boolean> =>
+        Effect.sync(() => {
+          const live = sessions.get(id)
+          if (live === undefined) return false
+          endLive(live, reason)
+          return true
+        }),
+      /** Ends every live session `matches` selects; how many. */
+      endWhere: (matches: (session: SessionSnapshot) => boolean, reason: string): Effect.Effect<number> =>
+        Effect.sync(() => {
+          let count = 0
+          for (const live of [...sessions.values()]) {
+            if (!matches(snapshot(live))) continue
+            endLive(live, reason)
+            count += 1
+          }
+          return count
+        })
     }
   })
 }) {}

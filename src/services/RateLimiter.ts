@@ -6,7 +6,6 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
 
@@ -89,6 +88,17 @@ export class SlidingWindowLimiter {
   }
 }
 
+/** The connection path's surface: synchronous, called for every connection. */
+export interface RateLimiterDataPlane {
+  /** Counts an attempt of `kind` by `ip` at `now` (epoch ms); false when the address is over `[rate_limit]`. */
+  readonly allow: (kind: "login" | "status", ip: string, nowMs: number, global: GlobalConfig) => boolean
+  /**
+   * Takes a handshake slot for `ip` until the returned release is called (idempotent); undefined when the address or
+   * the proxy has too many handshakes in progress.
+   */
+  readonly enterHandshake: (ip: string) => (() => void) | undefined
+}
+
 export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimiter", {
   scoped: Effect.gen(function* () {
     const store = yield* ConfigStore
@@ -114,9 +124,6 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
         : pings.hit(ip, now, rate_limit.status_max, Duration.toMillis(rate_limit.status_window))
     }
 
-    const check = (kind: "login" | "status") => (ip: string) =>
-      Effect.flatMap(store.get, (snapshot) => Effect.map(Clock.currentTimeMillis, (now) => allowAt(kind, ip, now, snapshot.global)))
-
     /**
      * Takes a handshake slot for `ip` until `release` is called (idempotent); None when the address or the proxy
      * has too many handshakes in progress.
@@ -136,18 +143,9 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
         else pending.set(ip, left)
       }
     }
-    const enterHandshake = (ip: string): Effect.Effect<Option.Option<() => void>> =>
-      Effect.sync(() => Option.fromNullable(enterHandshakeNow(ip)))
-
+    const dataPlane: RateLimiterDataPlane = { allow: allowAt, enterHandshake: enterHandshakeNow }
     return {
-      /** Counts a login attempt; false when the address is over `[rate_limit]` for logins. */
-      allowLogin: check("login"),
-      /** Counts a status ping; false when the address is over `[rate_limit]` for pings. */
-      allowStatus: check("status"),
-      allowAt,
-      enterHandshake,
-      /** `enterHandshake`, synchronously: the release, or undefined when over a bound. */
-      enterHandshakeNow,
+      dataPlane,
       pendingHandshakes: Effect.sync(() => pendingTotal),
       tracked: Effect.sync(() => ({ logins: logins.size, pings: pings.size, pending: pending.size }))
     }

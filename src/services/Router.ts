@@ -38,6 +38,12 @@ export const resolveHost = (index: DomainIndex, host: string): ServerDefinition 
   return undefined
 }
 
+/** The connection path's surface: synchronous, called for every handshake. */
+export interface RouterDataPlane {
+  /** The server a normalised host routes to in `snapshot`, if any. */
+  readonly resolve: (snapshot: ConfigSnapshot, host: string) => ServerDefinition | undefined
+}
+
 export class Router extends Effect.Service<Router>()("portal/Router", {
   effect: Effect.gen(function* () {
     const store = yield* ConfigStore
@@ -51,12 +57,12 @@ export class Router extends Effect.Service<Router>()("portal/Router", {
       }
       return index
     }
+    const dataPlane: RouterDataPlane = { resolve: (snapshot, host) => resolveHost(indexFor(snapshot), host) }
     return {
-      /** The server a normalised host routes to, in the given snapshot. */
-      resolveIn: (snapshot: ConfigSnapshot, host: string): Option.Option<ServerDefinition> =>
-        Option.fromNullable(resolveHost(indexFor(snapshot), host)),
-      resolve: (host: string) =>
-        Effect.map(store.get, (snapshot) => Option.fromNullable(resolveHost(indexFor(snapshot), host)))
+      dataPlane,
+      /** The server a normalised host routes to now. */
+      resolve: (host: string): Effect.Effect<Option.Option<ServerDefinition>> =>
+        Effect.map(store.get, (snapshot) => Option.fromNullable(dataPlane.resolve(snapshot, host)))
     }
   })
 }) {}

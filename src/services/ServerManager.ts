@@ -33,7 +33,7 @@ import { type MakeProvider, type Observation, type Provider, REQUEST_TIMEOUT } f
 import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
 import { monotonicMillis } from "./monotonicClock.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
-import { currentConnectionLog } from "./session/logFields.js"
+import { currentConnectionLog } from "./log/connectionFields.js"
 
 export { ProviderError } from "./manager/Provider.js"
 export type { MakeProvider, Observation, Provider, ProviderInput } from "./manager/Provider.js"
@@ -95,6 +95,8 @@ interface Entry {
   changedAt: number
   /** Last idle check that saw a player, on the monotonic clock. */
   lastBusy: number
+  /** The state in `status`, readable synchronously by the connection path. */
+  state: ServerState
 }
 
 const encodeManager = Schema.encodeSync(ServerManagerSchema)
@@ -166,6 +168,7 @@ const make = (options: ServerManagerOptions) =>
         const now = yield* Clock.currentTimeMillis
         const changed = next.state !== before.state
         if (changed) entry.changedAt = yield* monotonicMillis
+        entry.state = next.state
         yield* SubscriptionRef.set(entry.status, {
           state: next.state,
           reason: next.reason,
@@ -310,7 +313,7 @@ const make = (options: ServerManagerOptions) =>
         const status = yield* SubscriptionRef.get(entry.status)
         if (status.state !== "online") return
         const now = yield* monotonicMillis
-        if ((yield* registry.countFor(entry.id)) > 0) {
+        if (registry.dataPlane.countFor(entry.id) > 0) {
           entry.lastBusy = now
           return
         }
@@ -338,7 +341,8 @@ const make = (options: ServerManagerOptions) =>
           Effect.suspend(() => (entry === undefined ? Effect.void : Effect.asVoid(locked(entry, transition(entry, { _tag: "Observed", observation })))))
         const provider = yield* makeProvider({ serverId: id, config, report, requestTimeout }).pipe(Scope.extend(scope))
         const first = yield* provider.initial
-        const status = yield* SubscriptionRef.make(initialStatus(first, yield* Clock.currentTimeMillis))
+        const firstStatus = initialStatus(first, yield* Clock.currentTimeMillis)
+        const status = yield* SubscriptionRef.make(firstStatus)
         const created: Entry = {
           id,
           config,
@@ -351,7 +355,8 @@ const make = (options: ServerManagerOptions) =>
           stops: 0,
           startAfterStop: false,
           changedAt: yield* monotonicMillis,
-          lastBusy: 0
+          lastBusy: 0,
+          state: firstStatus.state
         }
         entry = created
         const initial = yield* SubscriptionRef.get(status)
@@ -415,20 +420,26 @@ const make = (options: ServerManagerOptions) =>
           : Effect.map(SubscriptionRef.get(entry.status), ({ state, reason, since }) => Option.some({ state, reason, since }))
       })
 
+    const dataPlane: ServerManagerDataPlane = {
+      manages: (serverId) => entries.has(serverId),
+      stateOf: (serverId) => entries.get(serverId)?.state ?? "online"
+    }
+
     return {
+      dataPlane,
       /** The state of a server; servers without `[server_manager]` (and unknown ids) are `online`. */
-      stateOf: (serverId: string): Effect.Effect<ServerState> =>
-        Effect.map(statusOf(serverId), Option.match({ onNone: (): ServerState => "online", onSome: (status) => status.state })),
+      stateOf: (serverId: string): Effect.Effect<ServerState> => Effect.sync(() => dataPlane.stateOf(serverId)),
       /** State, reason and time of the last change of a managed server. */
       statusOf,
       /** Every transition of every managed server from the moment the stream is run. */
       changes: Stream.fromPubSub(hub),
       /** A subscription taken now (for callers that must not miss a change made right after subscribing). */
       subscribe: PubSub.subscribe(hub),
-      /** Wake on join: starts a sleeping server and waits up to `WAKE_WAIT` for it. */
+      /**
+       * Wake on join: starts a sleeping server and waits up to `WAKE_WAIT` for it. The one call of the connection path
+       * that is an Effect: it waits.
+       */
       ensureOnline,
-      /** Whether the server is managed (has a lifecycle); `ensureOnline` of an unmanaged one is always online. */
-      manages: (serverId: string): boolean => entries.has(serverId),
       /** States of the managed servers. */
       states: Effect.suspend(() =>
         Effect.map(
@@ -440,6 +451,14 @@ const make = (options: ServerManagerOptions) =>
       wakeWait
     }
   })
+
+/** The connection path's surface: synchronous reads of the lifecycle (`ensureOnline` is the Effect it waits on). */
+export interface ServerManagerDataPlane {
+  /** Whether the server is managed (has a lifecycle); `ensureOnline` of an unmanaged one is always online. */
+  readonly manages: (serverId: string) => boolean
+  /** The state of a server; servers without `[server_manager]` (and unknown ids) are `online`. */
+  readonly stateOf: (serverId: string) => ServerState
+}
 
 export class ServerManager extends Effect.Service<ServerManager>()("portal/ServerManager", {
   scoped: (options: ServerManagerOptions = {}) => make(options)

@@ -12,6 +12,7 @@ import * as Either from "effect/Either"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { MotdEntry, ServerState } from "../schema/common.js"
 import { readFrame } from "../protocol/frame.js"
+import { decodeWith } from "../protocol/ProtocolError.js"
 import type { Handshake } from "../protocol/handshake.js"
 import { NEXT_STATE_STATUS } from "../protocol/handshake.js"
 import {
@@ -24,7 +25,7 @@ import { Backend } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
 import { Forwarding } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
-import { done, failParse, needMore, SocketReader, writeAll } from "./session/SocketReader.js"
+import { done, failParse, failWith, needMore, SocketReader, writeAll } from "./net/SocketReader.js"
 import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, parseBackendStatus, UNKNOWN_DOMAIN_TEXT } from "./status/motd.js"
 import { StatusCache } from "./status/StatusCache.js"
 
@@ -83,13 +84,10 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           const text = yield* reader.read("the backend's status answer", MAX_STATUS_FRAME_BYTES, STATUS_READ_TIMEOUT_MS, (buffer) => {
               const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
               if (frame._tag === "Incomplete") return needMore
-              if (frame._tag === "Invalid") return failParse(new Error(frame.reason))
-              if (frame.packetId !== 0x00) return failParse(new Error(`unexpected packet ${frame.packetId} instead of a status answer`))
-              try {
-                return done(decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)), frame.end)
-              } catch (error) {
-                return failParse(error as Error)
-              }
+              if (frame._tag === "Invalid") return failWith(frame.reason)
+              if (frame.packetId !== 0x00) return failWith(`unexpected packet ${frame.packetId} instead of a status answer`)
+              const decoded = decodeWith(() => decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)))
+              return decoded._tag === "Ok" ? done(decoded.value, frame.end) : failParse(decoded.error)
             })
           return parseBackendStatus(text)
         })
@@ -133,7 +131,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const snapshot = yield* store.get
         const server = request.server
         const entry = motdEntryFor(state, server?.config.motd, snapshot.global.default_motd)
-        const online = server === undefined ? 0 : yield* registry.countFor(server.id)
+        const online = server === undefined ? 0 : registry.dataPlane.countFor(server.id)
         const json = composeStatus({
           entry,
           fallbackText: server === undefined ? UNKNOWN_DOMAIN_TEXT : BUILT_IN_TEXT[state],

@@ -3,7 +3,7 @@ import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterEach } from "vitest"
 import { MainLayer } from "../../src/layers/Main.js"
 import { Listener } from "../../src/services/Listener.js"
-import { logFieldsOf } from "../../src/services/session/logFields.js"
+import { logFieldsOf } from "../../src/services/log/connectionFields.js"
 import { waitFor } from "./wait.js"
 
 export interface RunningPortal {

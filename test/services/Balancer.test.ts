@@ -6,11 +6,24 @@ import { decodeServerText } from "../../src/schema/decode.js"
 import { formatHostPort } from "../../src/schema/HostPort.js"
 import { Balancer } from "../../src/services/Balancer.js"
 import { ejectionMillis, freshState, slowStartFactor } from "../../src/services/balancer/strategy.js"
+import { monotonicMillis } from "../../src/services/monotonicClock.js"
+import type { BackendAddress } from "../../src/schema/ServerConfig.js"
+
+// The data plane takes the monotonic time as an argument; these read it from the (test) clock as the connection path does.
+type Definition = ReturnType<typeof server>
+const order = (balancer: Balancer, s: Definition) => Effect.map(monotonicMillis, (now) => balancer.dataPlane.order(s, now))
+const reportFailure = (balancer: Balancer, s: Definition, address: BackendAddress) =>
+  Effect.map(monotonicMillis, (now) => balancer.dataPlane.failed(s.id, address, now))
+const reportSuccess = (balancer: Balancer, s: Definition, address: BackendAddress) =>
+  Effect.map(monotonicMillis, (now) => balancer.dataPlane.succeeded(s.id, address, now))
+/** Counts a live session on an address for the life of the scope. */
+const track = (balancer: Balancer, s: Definition, address: BackendAddress) =>
+  Effect.acquireRelease(Effect.sync(() => balancer.dataPlane.acquire(s.id, address)), (release) => Effect.sync(release))
 
 const server = (body: string) => Either.getOrThrow(decodeServerText("s.toml", "s.toml", body))
 const firsts = (balancer: Balancer, definition: ReturnType<typeof server>, count: number) =>
   Effect.forEach(Array.from({ length: count }), () =>
-    Effect.map(balancer.order(definition), (order) => formatHostPort(order[0]!))
+    Effect.map(order(balancer, definition), (addresses) => formatHostPort(addresses[0]!))
   )
 
 describe("Balancer", () => {
@@ -18,8 +31,8 @@ describe("Balancer", () => {
     Effect.gen(function* () {
       const balancer = yield* Balancer
       const s = server(`addresses = ["a:1", "b:1", "c:1"]`)
-      const order = yield* balancer.order(s)
-      expect(order.map(formatHostPort)).toEqual(["a:1", "b:1", "c:1"])
+      const addresses = yield* order(balancer, s)
+      expect(addresses.map(formatHostPort)).toEqual(["a:1", "b:1", "c:1"])
       expect(yield* firsts(balancer, s, 3)).toEqual(["a:1", "a:1", "a:1"])
     }).pipe(Effect.provide(Balancer.Default))
   )
@@ -39,16 +52,16 @@ describe("Balancer", () => {
       const a = s.config.addresses[0]!
       const b = s.config.addresses[1]!
       // a: 2 sessions / weight 2 = 1.0; b: 0 -> b
-      yield* balancer.track(s.id, a)
-      yield* balancer.track(s.id, a)
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      yield* track(balancer, s, a)
+      yield* track(balancer, s, a)
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("b:1")
       // b: 1 / 1 = 1.0 ties with a; a was picked less recently
-      yield* balancer.track(s.id, b)
-      yield* balancer.track(s.id, b)
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+      yield* track(balancer, s, b)
+      yield* track(balancer, s, b)
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("a:1")
       // Sessions that end are no longer counted.
       const scope = yield* Scope.make()
-      yield* balancer.track(s.id, a).pipe(Scope.extend(scope))
+      yield* track(balancer, s, a).pipe(Scope.extend(scope))
       yield* Scope.close(scope, { _tag: "Success", value: undefined } as never)
       const status = yield* balancer.status(s)
       expect(status.map((x) => x.active)).toEqual([2, 2])
@@ -60,18 +73,18 @@ describe("Balancer", () => {
       const balancer = yield* Balancer
       const s = server(`addresses = ["a:1", "b:1"]`)
       const a = s.config.addresses[0]!
-      yield* balancer.reportFailure(s.id, a)
-      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["b:1", "a:1"])
+      yield* reportFailure(balancer, s, a)
+      expect((yield* order(balancer, s)).map(formatHostPort)).toEqual(["b:1", "a:1"])
       yield* TestClock.adjust(Duration.millis(999))
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("b:1")
       yield* TestClock.adjust(Duration.millis(1))
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("a:1")
       // A second failure doubles the ejection.
-      yield* balancer.reportFailure(s.id, a)
+      yield* reportFailure(balancer, s, a)
       yield* TestClock.adjust(Duration.millis(1999))
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("b:1")
       yield* TestClock.adjust(Duration.millis(1))
-      yield* balancer.reportSuccess(s.id, a)
+      yield* reportSuccess(balancer, s, a)
       expect((yield* balancer.status(s))[0]).toMatchObject({ failures: 0, ejectedUntil: undefined })
       expect([1, 2, 3, 7, 20].map(ejectionMillis)).toEqual([1000, 2000, 4000, 60_000, 60_000])
     }).pipe(Effect.provide(Balancer.Default))
@@ -91,12 +104,12 @@ describe("Balancer", () => {
     return Effect.gen(function* () {
       const balancer = yield* Balancer
       const s = server(`addresses = ["a:1", "b:1"]`)
-      yield* balancer.reportFailure(s.id, s.config.addresses[0]!)
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("b:1")
+      yield* reportFailure(balancer, s, s.config.addresses[0]!)
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("b:1")
       // A second later by the monotonic clock, an hour earlier by the wall clock: the 1 s ejection is over.
       wall -= 3_600_000
       monotonic += 1000
-      expect(formatHostPort((yield* balancer.order(s))[0]!)).toBe("a:1")
+      expect(formatHostPort((yield* order(balancer, s))[0]!)).toBe("a:1")
     }).pipe(Effect.withClock(stepped), Effect.provide(Balancer.Default))
   })
 
@@ -106,12 +119,14 @@ describe("Balancer", () => {
       const s = server(`balance = "round_robin"\naddresses = [{ address = "a:1", weight = 0 }, "b:1", "c:1"]`)
       const [a, b, c] = s.config.addresses
       yield* balancer.setHealth(s.id, b!, false)
-      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["c:1", "a:1", "b:1"])
-      yield* balancer.reportFailure(s.id, c!)
-      expect((yield* balancer.order(s)).map(formatHostPort)).toEqual(["a:1", "c:1", "b:1"])
-      expect(yield* balancer.anyAvailable(s)).toBe(true)
+      expect((yield* order(balancer, s)).map(formatHostPort)).toEqual(["c:1", "a:1", "b:1"])
+      yield* reportFailure(balancer, s, c!)
+      expect((yield* order(balancer, s)).map(formatHostPort)).toEqual(["a:1", "c:1", "b:1"])
+      expect(balancer.dataPlane.anyHealthy(s)).toBe(true)
       yield* balancer.setHealth(s.id, a!, false)
-      expect(yield* balancer.anyAvailable(s)).toBe(false)
+      expect(balancer.dataPlane.anyHealthy(s)).toBe(true)
+      yield* balancer.setHealth(s.id, c!, false)
+      expect(balancer.dataPlane.anyHealthy(s)).toBe(false)
     }).pipe(Effect.provide(Balancer.Default))
   )
 

@@ -22,9 +22,9 @@ const run = <A>(body: (registry: PlayerRegistry) => A): A =>
 describe("PlayerRegistry", () => {
   it("lists sessions with their backend and byte counts, and counts them per server", () => {
     run((registry) => {
-      const a = registry.addAt(entry(1, "lobby"), 1_000)
-      registry.addAt(entry(2, "lobby"), 2_000)
-      registry.addAt(entry(3, "survival"), 3_000)
+      const a = registry.dataPlane.add(entry(1, "lobby"), 1_000)
+      registry.dataPlane.add(entry(2, "lobby"), 2_000)
+      registry.dataPlane.add(entry(3, "survival"), 3_000)
       let bytesIn = 10
       a.attachBackend("127.0.0.1:25566", { bytesIn: () => bytesIn, bytesOut: () => 20 })
       bytesIn = 15
@@ -36,21 +36,42 @@ describe("PlayerRegistry", () => {
         since: 1_000
       })
       expect(listed.find((session) => session.id === 2)).toMatchObject({ backendAddress: undefined, bytesIn: 0 })
-      expect(registry.countForNow("lobby")).toBe(2)
-      expect(registry.countForNow("survival")).toBe(1)
+      expect(registry.dataPlane.countFor("lobby")).toBe(2)
+      expect(registry.dataPlane.countFor("survival")).toBe(1)
       expect(Effect.runSync(registry.total)).toBe(3)
     })
   })
 
   it("a released lease leaves at once and only once", () => {
     run((registry) => {
-      const lease = registry.addAt(entry(1, "lobby"), 0)
-      registry.addAt(entry(2, "lobby"), 0)
+      const lease = registry.dataPlane.add(entry(1, "lobby"), 0)
+      registry.dataPlane.add(entry(2, "lobby"), 0)
       lease.release()
       lease.release()
-      expect(registry.countForNow("lobby")).toBe(1)
+      expect(registry.dataPlane.countFor("lobby")).toBe(1)
       const listed = Effect.runSync(registry.list)
       expect(listed.map((session) => session.id)).toEqual([2])
+    })
+  })
+
+  it("ends a session from outside through its ender, once, and an ender attached later at once", () => {
+    run((registry) => {
+      const ended: Array<string> = []
+      const a = registry.dataPlane.add(entry(1, "lobby"), 0)
+      a.attachEnder({ end: (reason) => ended.push(`a:${reason}`) })
+      const b = registry.dataPlane.add(entry(2, "lobby"), 0)
+      expect(Effect.runSync(registry.end(1, "kicked"))).toBe(true)
+      expect(Effect.runSync(registry.end(1, "again"))).toBe(true)
+      expect(ended).toEqual(["a:kicked"])
+      // b has no ender yet (still being set up): the one it gets later ends it at once, with the reason.
+      expect(Effect.runSync(registry.endWhere((session) => session.name === "player2", "banned"))).toBe(1)
+      b.attachEnder({ end: (reason) => ended.push(`b:${reason}`) })
+      expect(ended).toEqual(["a:kicked", "b:banned"])
+      // A session ended from outside stays counted until its connection closes and the lease is released.
+      expect(registry.dataPlane.countFor("lobby")).toBe(2)
+      a.release()
+      expect(Effect.runSync(registry.end(1, "gone"))).toBe(false)
+      expect(registry.dataPlane.countFor("lobby")).toBe(1)
     })
   })
 })

@@ -1,6 +1,6 @@
 /** Rate limits with TestClock, the handshake gate, bounded memory, and the IP filter rule. */
 import { it } from "@effect/vitest"
-import { Duration, Effect, Layer, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, Layer, TestClock } from "effect"
 import { describe, expect } from "vitest"
 import { Schema } from "effect"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
@@ -10,7 +10,7 @@ import { MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter, SlidingWindowLimiter } from
 
 const layerWith = (rateLimit: Record<string, unknown>) =>
   RateLimiter.Default.pipe(
-    Layer.provide(
+    Layer.provideMerge(
       ConfigStore.layerStatic({
         configFile: "proxy.toml",
         global: Schema.decodeUnknownSync(GlobalConfig)({ rate_limit: rateLimit }),
@@ -20,32 +20,40 @@ const layerWith = (rateLimit: Record<string, unknown>) =>
     )
   )
 
+/** One attempt through the data plane, at the (test) clock's time and with the configuration in force. */
+const attempt = (limiter: RateLimiter, kind: "login" | "status", ip: string) =>
+  Effect.gen(function* () {
+    const { global } = yield* (yield* ConfigStore).get
+    const now = yield* Clock.currentTimeMillis
+    return limiter.dataPlane.allow(kind, ip, now, global)
+  })
+
 describe("RateLimiter", () => {
   it.scoped("is off unless enabled", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      for (let i = 0; i < 50; i++) expect(yield* limiter.allowLogin("10.0.0.1")).toBe(true)
+      for (let i = 0; i < 50; i++) expect(yield* attempt(limiter, "login", "10.0.0.1")).toBe(true)
     }).pipe(Effect.provide(layerWith({ enabled: false, max_connections: 1 })))
   )
 
   it.scoped("allows max_connections logins per window per IP, separately from pings", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      const logins = yield* Effect.forEach([1, 2, 3, 4], () => limiter.allowLogin("10.0.0.1"))
+      const logins = yield* Effect.forEach([1, 2, 3, 4], () => attempt(limiter, "login", "10.0.0.1"))
       expect(logins).toEqual([true, true, true, false])
       // Another address has its own budget, and pings their own.
-      expect(yield* limiter.allowLogin("10.0.0.2")).toBe(true)
-      expect(yield* limiter.allowStatus("10.0.0.1")).toBe(true)
+      expect(yield* attempt(limiter, "login", "10.0.0.2")).toBe(true)
+      expect(yield* attempt(limiter, "status", "10.0.0.1")).toBe(true)
       // Two windows later the address is fully trusted again.
       yield* TestClock.adjust(Duration.seconds(20))
-      expect(yield* Effect.forEach([1, 2, 3], () => limiter.allowLogin("10.0.0.1"))).toEqual([true, true, true])
+      expect(yield* Effect.forEach([1, 2, 3], () => attempt(limiter, "login", "10.0.0.1"))).toEqual([true, true, true])
     }).pipe(Effect.provide(layerWith({ enabled: true, max_connections: 3, window: "10s" })))
   )
 
   it.scoped("status pings: status_max per status_window", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      const results = yield* Effect.forEach(Array.from({ length: 6 }), () => limiter.allowStatus("2001:db8::1"))
+      const results = yield* Effect.forEach(Array.from({ length: 6 }), () => attempt(limiter, "status", "2001:db8::1"))
       expect(results).toEqual([true, true, true, true, true, false])
     }).pipe(Effect.provide(layerWith({ enabled: true, status_max: 5, status_window: "1m" })))
   )
@@ -53,14 +61,12 @@ describe("RateLimiter", () => {
   it.scoped("bounds handshakes in progress per IP, and releases them once", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      const slots = yield* Effect.forEach(Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }), () =>
-        limiter.enterHandshake("10.0.0.9")
-      )
-      expect(slots.filter(Option.isSome)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
-      expect(Option.isSome(yield* limiter.enterHandshake("10.0.0.10"))).toBe(true)
-      Option.getOrThrow(slots[0]!)()
-      Option.getOrThrow(slots[0]!)() // idempotent
-      expect(Option.isSome(yield* limiter.enterHandshake("10.0.0.9"))).toBe(true)
+      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9"))
+      expect(slots.filter((slot) => slot !== undefined)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
+      expect(limiter.dataPlane.enterHandshake("10.0.0.10")).toBeDefined()
+      slots[0]!()
+      slots[0]!() // idempotent
+      expect(limiter.dataPlane.enterHandshake("10.0.0.9")).toBeDefined()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
     }).pipe(Effect.provide(layerWith({})))
   )

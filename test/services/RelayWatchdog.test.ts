@@ -3,7 +3,7 @@
  * ticks, and read and write timeouts fire from what the samples show.
  */
 import { afterEach, describe, expect, it, vi } from "vitest"
-import { type ProgressSample, RelayWatchdog } from "../../src/services/Relay.js"
+import { type ProgressSample, RelayWatchdog } from "../../src/services/relay/watchdog.js"
 
 const TIMEOUTS = { readMs: 5_000, writeMs: 3_000 }
 

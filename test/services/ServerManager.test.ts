@@ -5,7 +5,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { FetchHttpClient } from "@effect/platform"
 import { it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Schema, Scope, Stream, SubscriptionRef, TestClock } from "effect"
+import { Chunk, Clock, Duration, Effect, Either, Exit, Fiber, Layer, Queue, Schema, Scope, Stream, SubscriptionRef, TestClock } from "effect"
 import { describe, expect } from "vitest"
 import { decodeServerText } from "../../src/schema/decode.js"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
@@ -115,9 +115,15 @@ const playerOn = (serverId: string, id: number) =>
   Effect.gen(function* () {
     const registry = yield* PlayerRegistry
     const scope = yield* Scope.make()
-    yield* registry
-      .register({ id, serverId, clientAddress: "127.0.0.1", clientPort: 40000 + id, protocolVersion: 765, name: `p${id}`, uuid: undefined })
-      .pipe(Scope.extend(scope))
+    yield* Effect.acquireRelease(
+      Effect.map(Clock.currentTimeMillis, (since) =>
+        registry.dataPlane.add(
+          { id, serverId, clientAddress: "127.0.0.1", clientPort: 40000 + id, protocolVersion: 765, name: `p${id}`, uuid: undefined },
+          since
+        )
+      ),
+      (lease) => Effect.sync(lease.release)
+    ).pipe(Scope.extend(scope))
     return scope
   })
 

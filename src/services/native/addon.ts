@@ -6,7 +6,27 @@ import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { SpliceResult, SpliceStats } from "../relay/zeroCopy.js"
+
+export interface SpliceStats {
+  /** Bytes relayed so far client -> backend. */
+  readonly clientToBackend: number
+  /** Bytes relayed so far backend -> client. */
+  readonly backendToClient: number
+  /** Date.now()-style ms timestamp of the last byte read from the client (the handoff time before any). */
+  readonly lastClientReadMs: number
+  /** Same for the backend. */
+  readonly lastBackendReadMs: number
+  /** Bytes read from the backend not yet written to the client (a growing value means the client stalls). */
+  readonly pendingToClient: number
+  /** Bytes read from the client not yet written to the backend. */
+  readonly pendingToBackend: number
+}
+
+export interface SpliceResult extends SpliceStats {
+  readonly reason: "client_closed" | "backend_closed" | "cancelled" | "error"
+  /** Error code or message when the end was an error rather than an end of stream. */
+  readonly error?: string
+}
 
 /** What native/splice.cc exports; session handles are opaque. */
 export interface NativeAddon {

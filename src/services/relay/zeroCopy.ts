@@ -4,29 +4,10 @@
  * only when the addon was built at install; `spliceSupport()` tells whether it can be used.
  */
 import type { Socket } from "node:net"
-import { loadNativeAddon, type NativeAddon } from "../native/addon.js"
+import { loadNativeAddon, type NativeAddon, type SpliceResult, type SpliceStats } from "../native/addon.js"
+
+export type { SpliceResult, SpliceStats } from "../native/addon.js"
 import { tcpFdOf, tcpHandleOf } from "../native/tcpHandle.js"
-
-export interface SpliceStats {
-  /** Bytes relayed so far client -> backend. */
-  readonly clientToBackend: number
-  /** Bytes relayed so far backend -> client. */
-  readonly backendToClient: number
-  /** Date.now()-style ms timestamp of the last byte read from the client (the handoff time before any). */
-  readonly lastClientReadMs: number
-  /** Same for the backend. */
-  readonly lastBackendReadMs: number
-  /** Bytes read from the backend not yet written to the client (a growing value means the client stalls). */
-  readonly pendingToClient: number
-  /** Bytes read from the client not yet written to the backend. */
-  readonly pendingToBackend: number
-}
-
-export interface SpliceResult extends SpliceStats {
-  readonly reason: "client_closed" | "backend_closed" | "cancelled" | "error"
-  /** Error code or message when the end was an error rather than an end of stream. */
-  readonly error?: string
-}
 
 /** Where each counter sits in what `SpliceSession.counters()` returns. */
 export const SpliceCounter = {

@@ -9,6 +9,5 @@ export const MESSAGES = {
   forwardingUnavailable: "§cThis server's player forwarding is misconfigured. Please tell the server owner.",
   starting: "§eThe server is starting. Please rejoin in a few seconds.",
   notAllowed: "§cYou are not allowed to connect to this server.",
-  rateLimited: "§cToo many connection attempts. Please wait a moment and try again.",
-  shuttingDown: "§eThe proxy is restarting. Please reconnect in a moment."
+  rateLimited: "§cToo many connection attempts. Please wait a moment and try again."
 } as const

@@ -6,6 +6,8 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
+import { readFrame } from "../../protocol/frame.js"
+import { decodeWith, ProtocolError } from "../../protocol/ProtocolError.js"
 
 export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{ readonly during: string }> {
   override get message() {
@@ -29,11 +31,16 @@ export class InputTooLarge extends Data.TaggedError("InputTooLarge")<{ readonly 
 export type Parse<A> =
   | { readonly _tag: "Done"; readonly value: A; readonly consumed: number }
   | { readonly _tag: "NeedMore" }
-  | { readonly _tag: "Fail"; readonly error: Error }
+  | { readonly _tag: "Fail"; readonly error: ProtocolError }
 
 export const done = <A>(value: A, consumed: number): Parse<A> => ({ _tag: "Done", value, consumed })
 export const needMore: Parse<never> = { _tag: "NeedMore" }
-export const failParse = (error: Error): Parse<never> => ({ _tag: "Fail", error })
+export const failParse = (error: ProtocolError): Parse<never> => ({ _tag: "Fail", error })
+/** A parse step's failure from a reason. */
+export const failWith = (reason: string): Parse<never> => ({ _tag: "Fail", error: new ProtocolError({ reason }) })
+
+/** Why reading the opening bytes of a connection failed. */
+export type ReadError = ConnectionClosed | InputTooLarge | ReadTimeout | ProtocolError
 
 export class SocketReader {
   private buffer: Buffer = Buffer.alloc(0)
@@ -66,7 +73,7 @@ export class SocketReader {
     limit: number,
     timeoutMs: number,
     parse: (buffer: Buffer) => Parse<A>
-  ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
+  ): Effect.Effect<A, ReadError> {
     return Effect.suspend(() => {
       // Often the bytes are here already (Login Start comes in the same segment as the handshake): no suspension then.
       const ready = this.buffer.length > 0 ? parse(this.buffer) : needMore
@@ -84,11 +91,11 @@ export class SocketReader {
     limit: number,
     timeoutMs: number,
     parse: (buffer: Buffer) => Parse<A>
-  ): Effect.Effect<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error> {
-    return Effect.async<A, ConnectionClosed | InputTooLarge | ReadTimeout | Error>((resume) => {
+  ): Effect.Effect<A, ReadError> {
+    return Effect.async<A, ReadError>((resume) => {
       const socket = this.socket
       /** The outcome once there is one: parsed, failed, too large, or the peer gone. */
-      const settle = (): Effect.Effect<A, ConnectionClosed | InputTooLarge | Error> | undefined => {
+      const settle = (): Effect.Effect<A, ReadError> | undefined => {
         const result = parse(this.buffer)
         switch (result._tag) {
           case "Done":
@@ -138,12 +145,34 @@ export class SocketReader {
   }
 }
 
+export class WriteFailed extends Data.TaggedError("WriteFailed")<{ readonly reason: string }> {
+  override get message() {
+    return `write failed: ${this.reason}`
+  }
+}
+
 /** Writes bytes and waits until Node has handed them to the kernel (or the socket failed). */
-export const writeAll = (socket: Socket, data: Buffer): Effect.Effect<void, Error> =>
-  Effect.async<void, Error>((resume) => {
+export const writeAll = (socket: Socket, data: Buffer): Effect.Effect<void, WriteFailed> =>
+  Effect.async<void, WriteFailed>((resume) => {
     if (socket.destroyed) {
-      resume(Effect.fail(new Error("socket already closed")))
+      resume(Effect.fail(new WriteFailed({ reason: "the socket is already closed" })))
       return
     }
-    socket.write(data, (error) => resume(error ? Effect.fail(error) : Effect.void))
+    socket.write(data, (error) => resume(error ? Effect.fail(new WriteFailed({ reason: error.message })) : Effect.void))
   })
+
+/**
+ * A parse step for one uncompressed frame with the expected id, decoded by `decode` (a codec that may throw
+ * ProtocolError on malformed bytes, which becomes the step's failure); the frame's bytes come with the value.
+ */
+export const framedPacket =
+  <A>(expectedId: number, maxBytes: number, decode: (body: Buffer) => A) =>
+  (buffer: Buffer): Parse<{ readonly value: A; readonly raw: Buffer }> => {
+    const frame = readFrame(buffer, 0, maxBytes)
+    if (frame._tag === "Incomplete") return needMore
+    if (frame._tag === "Invalid") return failWith(frame.reason)
+    if (frame.packetId !== expectedId) return failWith(`expected packet ${expectedId}, got ${frame.packetId}`)
+    const decoded = decodeWith(() => decode(buffer.subarray(frame.bodyStart, frame.end)))
+    if (decoded._tag === "Invalid") return failParse(decoded.error)
+    return done({ value: decoded.value, raw: buffer.subarray(0, frame.end) }, frame.end)
+  }

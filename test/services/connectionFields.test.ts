@@ -2,7 +2,7 @@
 import { Effect, FiberRef, HashMap, Logger } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { jsonLogger, prettyLogger } from "../../src/layers/Logging.js"
-import { type ConnectionLogFields, currentConnectionLog, logFieldsOf } from "../../src/services/session/logFields.js"
+import { type ConnectionLogFields, currentConnectionLog, logFieldsOf } from "../../src/services/log/connectionFields.js"
 
 const fieldsIn = (effect: Effect.Effect<HashMap.HashMap<string, unknown>>) =>
   Effect.runSync(

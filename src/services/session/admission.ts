@@ -1,0 +1,105 @@
+/**
+ * The admission phase: reads Login Start, then the checks a login passes before Portal dials its backend (player
+ * bans, modes this version cannot serve, `max_players`), takes the player's place in the registry, and wakes a
+ * sleeping server (waiting for it). All checks are synchronous; only the wake waits.
+ */
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type { Socket } from "node:net"
+import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
+import { banMessage } from "../bans/message.js"
+import type { BanStoreDataPlane } from "../BanStore.js"
+import { forwardingModeOf } from "../Forwarding.js"
+import { framedPacket, type ReadError } from "../net/SocketReader.js"
+import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
+import type { ServerManager } from "../ServerManager.js"
+import { disconnect } from "./closing.js"
+import { MESSAGES } from "./messages.js"
+import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
+import type { Admitted, LoginRoute } from "./phases.js"
+
+/** How long a player ended before the relay may take to read the Disconnect before the socket is closed (ms). */
+const KICK_FLUSH_MS = 2_000
+
+export interface AdmissionServices {
+  readonly bans: BanStoreDataPlane
+  readonly registry: PlayerRegistryDataPlane
+  readonly manager: ServerManager
+  readonly clock: Clock.Clock
+}
+
+export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
+
+/** Ends a login that is still being set up: the player is in the login state, so a Disconnect is understood. */
+const preRelayEnder = (socket: Socket): SessionEnder => ({
+  end: (reason) => {
+    if (socket.destroyed || socket.writableEnded) return
+    socket.end(encodeLoginDisconnect(reason))
+    setTimeout(() => socket.destroy(), KICK_FLUSH_MS).unref()
+  }
+})
+
+export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServices): AdmissionPhase => {
+  const refused = (socket: Socket, log: Effect.Effect<void>, message: string) => Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+
+  const admit = (route: LoginRoute, start: Admitted["start"]): Effect.Effect<Admitted | undefined> => {
+    const { opened, server } = route
+    const { connection, peer, snapshot } = opened
+    const client = connection.socket
+    // The handshake phase is over: this connection no longer counts against the flood bounds.
+    opened.slot()
+    const player = start.value
+    const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+    const now = clock.unsafeCurrentTimeMillis()
+    const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
+    if (playerBan !== undefined) {
+      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)))
+    }
+    if (server.config.proxy_mode === "client_only") {
+      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable)
+    }
+    if (forwardingModeOf(server, snapshot.global) === "modern") {
+      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable)
+    }
+    const max = server.config.max_players
+    if (max > 0 && registry.countFor(server.id) >= max) {
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`), MESSAGES.serverFull)
+    }
+    const lease = registry.add(
+      {
+        id: connection.id,
+        serverId: server.id,
+        clientAddress: peer.clientIp,
+        clientPort: peer.clientPort,
+        protocolVersion: opened.opening.handshake.protocolVersion,
+        name: player.name,
+        uuid: player.uuid
+      },
+      now
+    )
+    lease.attachEnder(preRelayEnder(client))
+    const admitted: Admitted = { route, start, who, lease }
+    if (!manager.dataPlane.manages(server.id)) return Effect.succeed(admitted)
+    return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
+      if (wake._tag === "Online") return Effect.succeed(admitted)
+      lease.release()
+      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting)
+      return refused(
+        client,
+        Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
+        server.config.disconnect_message
+      )
+    }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
+  }
+
+  return (route) =>
+    Effect.flatMap(
+      route.opened.reader.read(
+        "Login Start",
+        MAX_LOGIN_START_FRAME_BYTES,
+        HANDSHAKE_TIMEOUT_MS,
+        framedPacket(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, route.opened.opening.handshake.protocolVersion))
+      ),
+      (start) => admit(route, start)
+    )
+}

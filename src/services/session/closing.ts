@@ -1,0 +1,48 @@
+/**
+ * How a connection ends before a relay owns it: a last message (a Disconnect, a legacy kick, a status answer) is
+ * flushed, then the socket closed; a refusal is said in the words the kind of client understands.
+ */
+import * as Effect from "effect/Effect"
+import type { Socket } from "node:net"
+import { NEXT_STATE_STATUS } from "../../protocol/handshake.js"
+import { encodeLegacyKick } from "../../protocol/legacy.js"
+import { encodeLoginDisconnect } from "../../protocol/login.js"
+import type { SettledOpening } from "./phases.js"
+
+/** How long a closing connection may take to flush its last message (ms). */
+const CLOSE_FLUSH_TIMEOUT_MS = 2_000
+
+/** Writes a last message, half-closes, and waits (bounded by a plain timer) for it to leave. */
+export const closeWith = (socket: Socket, data: Buffer | undefined): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (socket.destroyed) return resume(Effect.void)
+    const finish = () => {
+      clearTimeout(timer)
+      socket.off("close", finish)
+      socket.destroy()
+      resume(Effect.void)
+    }
+    const timer = setTimeout(finish, CLOSE_FLUSH_TIMEOUT_MS)
+    socket.once("close", finish)
+    if (data === undefined) socket.end()
+    else socket.end(data)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      socket.destroy()
+    })
+  })
+
+/** A login-state Disconnect with `message`, then the close. */
+export const disconnect = (socket: Socket, message: string): Effect.Effect<void> => closeWith(socket, encodeLoginDisconnect(message))
+
+/** Refuses a connection in the words its kind of client understands: a disconnect for logins, silence for pings. */
+export const refuse = (socket: Socket, opening: SettledOpening, message: string): Effect.Effect<void> => {
+  switch (opening._tag) {
+    case "Modern":
+      return opening.handshake.nextState === NEXT_STATE_STATUS ? closeWith(socket, undefined) : disconnect(socket, message)
+    case "LegacyLogin":
+      return closeWith(socket, encodeLegacyKick(message.replace(/§./g, "")))
+    case "LegacyPing":
+      return closeWith(socket, undefined)
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The values that pass from one session phase to the next. Each phase takes what the previous one produced and
+ * returns what the next needs (or `undefined` when it answered or refused the connection itself, and closed it).
+ * They are immutable: whatever later hooks in between phases (plugins) sees a value, not a shared record.
+ */
+import type { ServerDefinition } from "../../schema/decode.js"
+import type { Handshake } from "../../protocol/handshake.js"
+import type { LegacyPing } from "../../protocol/legacy.js"
+import type { LoginStart } from "../../protocol/login.js"
+import type { ConfigSnapshot } from "../ConfigStore.js"
+import type { SocketReader } from "../net/SocketReader.js"
+import type { SessionLease } from "../PlayerRegistry.js"
+import type { Connection, Peer, Release } from "./connection.js"
+
+/** What the first bytes of a connection were. */
+export type SettledOpening =
+  | { readonly _tag: "Modern"; readonly handshake: Handshake; /** The frame as the client sent it. */ readonly raw: Buffer }
+  | { readonly _tag: "LegacyPing"; readonly ping: LegacyPing }
+  | { readonly _tag: "LegacyLogin" }
+
+/** The opening phase's result: a connection past its PROXY header and handshake (or legacy ping). */
+export interface Opened {
+  readonly connection: Connection
+  readonly reader: SocketReader
+  readonly peer: Peer
+  /** The configuration as it was when the connection arrived; the whole setup uses this one. */
+  readonly snapshot: ConfigSnapshot
+  /** The connection's handshake slot (the flood bound): given back once Login Start is read, or at the end. */
+  readonly slot: Release
+  readonly opening: Exclude<SettledOpening, { readonly _tag: "LegacyLogin" }>
+}
+
+export type ModernOpened = Opened & { readonly opening: Extract<SettledOpening, { readonly _tag: "Modern" }> }
+
+/** The routing phase's result for a status ping: the server it names, or none (an unknown domain shown a MOTD). */
+export interface StatusRoute {
+  readonly _tag: "Status"
+  readonly opened: ModernOpened
+  readonly server: ServerDefinition | undefined
+}
+
+/** The routing phase's result for a login: the server it is for. */
+export interface LoginRoute {
+  readonly _tag: "Login"
+  readonly opened: ModernOpened
+  readonly server: ServerDefinition
+}
+
+export type Routed = StatusRoute | LoginRoute
+
+/** The admission phase's result: a login that passed every check, with its place in the player registry. */
+export interface Admitted {
+  readonly route: LoginRoute
+  readonly start: { readonly value: LoginStart; /** The frame as the client sent it. */ readonly raw: Buffer }
+  /** The player as log lines name it. */
+  readonly who: string
+  /** Released when the setup fails; a relay that takes the connection over releases it when the session ends. */
+  readonly lease: SessionLease
+}
+
+/** How the join ended: a relay owns the connection now, or the phase closed it (and gave back what it held). */
+export type Joined = "relayed" | "closed"
