@@ -352,7 +352,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
 
     // The login path below is written with plain combinators rather than generators: a generator that has
     // suspended keeps what it references reachable through young-generation collections, and at connection rate
-    // that carried every login's sockets and state into the old generation (docs/benchmarks.md, ninth round).
+    // that carried every login's sockets and state into the old generation (docs/benchmark-history.md, ninth round).
 
     const login = (routed: Routed): Effect.Effect<void, Error> =>
       Effect.flatMap(
