@@ -220,7 +220,7 @@ const targetTable = (results, available) => {
     ["zero_copy bulk CPU per GiB ≤ 1× HAProxy", toHaproxy(results.bulk, "zero_copy", "cpuPerGiB"), (v) => v <= 1, times]
   )
   // The latency target is judged on the native load where it ran: the Node.js load's own tail is as large as what
-  // the target bounds (docs/benchmarks.md, thirteenth round). The Node.js load's figure stays as a reference.
+  // the target bounds (docs/benchmark-history.md, thirteenth round). The Node.js load's figure stays as a reference.
   const ms = (/** @type {number} */ v) => `${v.toFixed(3)} ms`
   const native = available.nativeGame === true
   for (const target of PORTAL) {
