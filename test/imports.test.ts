@@ -27,6 +27,24 @@ const areaOf = (absolute: string): string => path.relative(SRC, absolute).split(
 
 const files = sourceFiles(SRC)
 
+/** Every cycle a depth-first walk meets in a graph of module -> imported modules, each as the path around it. */
+const findCycles = (edges: ReadonlyMap<string, ReadonlyArray<string>>): Array<Array<string>> => {
+  const cycles: Array<Array<string>> = []
+  const state = new Map<string, "visiting" | "done">()
+  const visit = (node: string, trail: Array<string>): void => {
+    if (state.get(node) === "done") return
+    if (state.get(node) === "visiting") {
+      cycles.push([...trail.slice(trail.indexOf(node)), node])
+      return
+    }
+    state.set(node, "visiting")
+    for (const next of edges.get(node) ?? []) visit(next, [...trail, node])
+    state.set(node, "done")
+  }
+  for (const node of edges.keys()) visit(node, [])
+  return cycles
+}
+
 const portalImports = files.flatMap((file) =>
   specifiersOf(file)
     .filter((specifier) => specifier.startsWith("."))
@@ -63,5 +81,18 @@ describe("imports", () => {
       (i) => i.to === "main.ts" || (allowed[i.from] !== undefined && !allowed[i.from]!.includes(i.to))
     )
     expect(backwards).toEqual([])
+  })
+
+  it("no module imports itself through others (type-only imports count too): the graph has no cycle", () => {
+    const resolve = (file: string, specifier: string) => path.resolve(path.dirname(file), specifier.replace(/\.js$/, ".ts"))
+    const edges = new Map(files.map((file) => [file, specifiersOf(file).filter((s) => s.startsWith(".")).map((s) => resolve(file, s))]))
+    expect(edges.size).toBe(files.length)
+    expect(findCycles(edges).map((cycle) => cycle.map((file) => path.relative(SRC, file)).join(" -> "))).toEqual([])
+  })
+
+  it("the cycle finder reports a cycle when there is one", () => {
+    const graph = new Map([["a", ["b"]], ["b", ["c", "d"]], ["c", ["a"]], ["d", []]])
+    expect(findCycles(graph)).toEqual([["a", "b", "c", "a"]])
+    expect(findCycles(new Map([["a", ["b"]], ["b", []]]))).toEqual([])
   })
 })
