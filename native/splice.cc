@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -1177,6 +1178,91 @@ napi_value PipePoolDiagnostic(napi_env env, napi_callback_info) {
   return object;
 }
 
+// listenTcp(address, port, backlog, reusePort) -> fd: a listening TCP socket (non-blocking, close-on-exec,
+// SO_REUSEADDR like Node's own, SO_REUSEPORT when asked) bound to a numeric IPv4 or IPv6 address; an IPv6 wildcard
+// also takes IPv4 (as Node's listen does). The caller owns the fd: Node listens on it with listen({ fd }), or
+// duplicates it (dupFd) for each worker thread, each closing only its own copy. Throws an Error with the errno name.
+napi_value ListenTcp(napi_env env, napi_callback_info info) {
+  napi_value args[4];
+  size_t argc = 4;
+  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  char address[INET6_ADDRSTRLEN + 1] = {0};
+  size_t length = 0;
+  int port = 0, backlog = 0, reusePort = 0;
+  if (argc < 4 || napi_get_value_string_utf8(env, args[0], address, sizeof address, &length) != napi_ok ||
+      !intArgument(env, args[1], 0, port) || !intArgument(env, args[2], 1, backlog) ||
+      !intArgument(env, args[3], 0, reusePort) || port > 65535) {
+    napi_throw_type_error(env, nullptr, "expected (address, port, backlog, reusePort)");
+    return nullptr;
+  }
+  sockaddr_storage storage{};
+  socklen_t size = 0;
+  int family = AF_INET;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    size = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+    family = AF_INET6;
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    size = sizeof(sockaddr_in6);
+  } else {
+    napi_throw_type_error(env, nullptr, "listenTcp: the address must be a numeric IPv4 or IPv6 address");
+    return nullptr;
+  }
+  const int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return throwErrno(env, "listenTcp", errno);
+  const int one = 1, zero = 0;
+  int failed = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (failed == 0 && reusePort != 0) failed = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (failed == 0 && family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&v6->sin6_addr))
+    failed = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  if (failed == 0) failed = bind(fd, reinterpret_cast<sockaddr*>(&storage), size);
+  if (failed == 0) failed = listen(fd, backlog);
+  if (failed != 0) {
+    const int error = errno;
+    close(fd);
+    return throwErrno(env, "listenTcp", error);
+  }
+  napi_value result;
+  napi_create_int32(env, fd, &result);
+  return result;
+}
+
+// dupFd(fd) -> fd: a close-on-exec duplicate, so that each thread listening on a shared socket closes only its own.
+napi_value DupFd(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return throwErrno(env, "dupFd", errno);
+  napi_value result;
+  napi_create_int32(env, copy, &result);
+  return result;
+}
+
+// closeFd(fd): closes an fd this addon handed out (listenTcp, dupFd) that no Node handle owns.
+napi_value CloseFd(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  if (close(fd) != 0 && errno != EINTR) return throwErrno(env, "closeFd", errno);
+  return nullptr;
+}
+
+// getReusePort(fd) -> boolean: whether SO_REUSEPORT is set on a socket, for tests and diagnostics.
+napi_value GetReusePort(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  int value = 0;
+  socklen_t length = sizeof value;
+  if (getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &value, &length) != 0) return throwErrno(env, "getReusePort", errno);
+  napi_value result;
+  napi_get_boolean(env, value != 0, &result);
+  return result;
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT() {
@@ -1201,6 +1287,10 @@ NAPI_MODULE_INIT() {
       {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
        nullptr},
       {"pipePoolDiagnostic", nullptr, PipePoolDiagnostic, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"listenTcp", nullptr, ListenTcp, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"dupFd", nullptr, DupFd, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"closeFd", nullptr, CloseFd, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"getReusePort", nullptr, GetReusePort, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

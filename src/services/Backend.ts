@@ -5,6 +5,7 @@
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as net from "node:net"
 import type { ServerDefinition } from "../schema/decode.js"
@@ -69,8 +70,16 @@ export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig)
  */
 const ignoreError = (): void => {}
 
-export class Backend extends Effect.Service<Backend>()("portal/Backend", {
-  effect: Effect.gen(function* () {
+/**
+ * Opens a connection to one address: a socket that emits `connect` once connected, or `error`. The production
+ * dialer is TCP (`net.connect`); tests swap in an in-memory one (`Backend.layerTest`).
+ */
+export type Connector = (address: BackendAddress) => net.Socket
+
+const tcpConnector: Connector = (address) => net.connect({ host: address.host, port: address.port, noDelay: true })
+
+const make = (connectTo: Connector) =>
+  Effect.gen(function* () {
     const balancer = yield* Balancer
     const clock = yield* Effect.clock
 
@@ -93,7 +102,7 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
         const attempt = (): void => {
           if (index >= limit) return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
           const address = order[index++]!
-          const current = net.connect({ host: address.host, port: address.port, noDelay: true })
+          const current = connectTo(address)
           socket = current
           const settle = () => {
             clearTimeout(timer)
@@ -152,4 +161,13 @@ export class Backend extends Effect.Service<Backend>()("portal/Backend", {
 
     return { connect, dial, logFailures }
   })
-}) {}
+
+export class Backend extends Effect.Service<Backend>()("portal/Backend", {
+  effect: make(tcpConnector)
+}) {
+  /**
+   * The same dialing (Balancer order, attempts, timeouts, results reported) over another connector: an in-memory
+   * one lets a test run the connection path without sockets.
+   */
+  static readonly layerTest = (connectTo: Connector) => Layer.effect(Backend, Effect.map(make(connectTo), (service) => Backend.make(service)))
+}
