@@ -1,7 +1,8 @@
 /** A backend's status JSON decoded with Schema: objects pass with every field kept; anything else names its fault. */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeStatusJson, oneLine } from "../../src/services/status/statusJson.js"
+import { oneLine } from "../../src/services/parseIssue.js"
+import { decodeStatusJson } from "../../src/services/status/statusJson.js"
 
 const reasonOf = (text: string) => Either.match(decodeStatusJson(text), { onLeft: (reason) => reason, onRight: () => "decoded" })
 

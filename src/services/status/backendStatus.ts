@@ -14,7 +14,8 @@ import { formatHostPort } from "../../schema/HostPort.js"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { MAX_STATUS_FRAME_BYTES, readStatusResponse, STATUS_REQUEST, type StatusJson } from "../../protocol/status.js"
 import { ConnectionClosed, done, failParse, needMore, type Parse, ReadTimeout, SocketReader, writeAll } from "../session/SocketReader.js"
-import { decodeStatusJson, oneLine } from "./statusJson.js"
+import { oneLine } from "../parseIssue.js"
+import { decodeStatusJson } from "./statusJson.js"
 
 export type StatusFetchReason =
   /** No connection to the address (a probe's own connect): refused, no route, no answer in time. */

@@ -10,9 +10,9 @@
  * fields with these types and omit, rather than null, what they do not have).
  */
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { StatusJson } from "../../protocol/status.js"
+import { describeParseError, oneLine } from "../parseIssue.js"
 
 const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
@@ -41,26 +41,9 @@ const parseJson = Schema.decodeEither(Schema.parseJson())
 // `preserve` keeps unknown keys inside the checked objects too (a `version` with extra fields stays whole).
 const decodeObject = Schema.decodeUnknownEither(BackendStatusJson, { onExcessProperty: "preserve" })
 
-/** What a reason may quote of the backend's text: one line, bounded. */
-const REASON_CHARS = 200
-
-/** One line, printable, bounded: the reason ends up in a log line and comes from a peer. */
-export const oneLine = (text: string): string => {
-  // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f]+/g, " ")
-  return flat.length > REASON_CHARS ? `${flat.slice(0, REASON_CHARS)}...` : flat
-}
-
-const describeIssue = (error: ParseResult.ParseError): string => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  if (issue === undefined) return "not a status answer"
-  const message = issue.message.replace(/^Expected /, "expected ").replace(/, actual /, ", got ")
-  return issue.path.length === 0 ? message : `${issue.path.join(".")}: ${message}`
-}
-
 /** The status JSON in `text`, or the reason it is not one (a single line, for the log). */
 export const decodeStatusJson = (text: string): Either.Either<StatusJson, string> =>
   Either.match(parseJson(text), {
-    onLeft: (error) => Either.left(oneLine(`not JSON (${describeIssue(error)})`)),
-    onRight: (json) => Either.mapLeft(decodeObject(json), (error) => oneLine(`not a status answer: ${describeIssue(error)}`))
+    onLeft: (error) => Either.left(oneLine(`not JSON (${describeParseError(error)})`)),
+    onRight: (json) => Either.mapLeft(decodeObject(json), (error) => oneLine(`not a status answer: ${describeParseError(error)}`))
   })
