@@ -85,5 +85,6 @@ export const BAD_ANSWERS: ReadonlyArray<{ readonly kind: string; readonly bytes:
   { kind: "the wrong packet id", bytes: frame(0x01, Buffer.alloc(8)), reason: /not a status response: packet 0x1 instead of a status response/ },
   { kind: "an oversized length", bytes: Buffer.concat([encodeVarInt(0x0fffffff), Buffer.alloc(32)]), reason: /not a status response: frame of 268435455 bytes exceeds/ },
   { kind: "a field of the wrong type", bytes: statusAnswer(`{"version":"1.20.4","description":"hi"}`), reason: /not a status answer: version: expected an object \{ name, protocol \}, got "1\.20\.4"/ },
+  { kind: "nesting too deep to write out again", bytes: statusAnswer(`{"description":${"[".repeat(100_000)}${"]".repeat(100_000)}}`), reason: /not a status answer: nested deeper than 128 levels/ },
   { kind: "a player count that is a string", bytes: statusAnswer(`{"players":{"max":"20","online":1}}`), reason: /not a status answer: players\.max: expected number, got "20"/ }
 ]

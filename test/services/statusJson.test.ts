@@ -33,6 +33,14 @@ describe("decodeStatusJson", () => {
     )
   })
 
+  it("refuses nesting deeper than a status answer has (it would overflow the stack when written out again)", () => {
+    const nested = (depth: number) => `{"description":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`
+    expect(reasonOf(nested(128))).toBe("decoded")
+    expect(reasonOf(nested(129))).toBe("not a status answer: nested deeper than 128 levels")
+    // Brackets inside strings (escaped quotes too) do not count.
+    expect(reasonOf(JSON.stringify({ description: "[".repeat(1000) + '\\"' + "{".repeat(1000) }))).toBe("decoded")
+  })
+
   it("a reason is one bounded line whatever the backend sent", () => {
     const reason = reasonOf(JSON.stringify({ version: `line one\nline two\r\u0000${"x".repeat(5000)}` }))
     expect(reason).not.toMatch(/[\u0000-\u001f]/)
