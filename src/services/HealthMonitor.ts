@@ -5,24 +5,22 @@
  * Balancer: unhealthy addresses are tried last, a recovered one ramps up under slow start, and a server whose every
  * address is down is shown `unreachable`.
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as net from "node:net"
 import type { ServerDefinition } from "../schema/decode.js"
 import { type ActiveHealth } from "../schema/GlobalConfig.js"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
-import { readFrame } from "../protocol/frame.js"
-import { decodeWith } from "../protocol/ProtocolError.js"
 import { encodeHandshake, NEXT_STATE_STATUS } from "../protocol/handshake.js"
 import { encodeProxyV2Local } from "../protocol/proxyProtocol.js"
-import { decodeStatusResponseBody, MAX_STATUS_FRAME_BYTES, STATUS_REQUEST } from "../protocol/status.js"
 import { Balancer } from "./Balancer.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { done, failParse, failWith, needMore, SocketReader, writeAll } from "./net/SocketReader.js"
-import { parseBackendStatus } from "./status/motd.js"
+import { connectTo, fetchBackendStatus, StatusFetchError } from "./status/backendStatus.js"
 
 /** Protocol number used in probe handshakes; any server answers a status request whatever the number. */
 const PROBE_PROTOCOL = 47
@@ -40,44 +38,42 @@ export const effectiveHealth = (global: ActiveHealth, server: ServerDefinition):
   }
 }
 
-const connect = (address: BackendAddress) =>
-  Effect.acquireRelease(
-    Effect.async<net.Socket, Error>((resume) => {
-      const socket = net.connect({ host: address.host, port: address.port })
-      socket.once("connect", () => {
-        socket.removeAllListeners("error")
-        socket.on("error", () => {})
-        resume(Effect.succeed(socket))
-      })
-      socket.once("error", (error) => resume(Effect.fail(error)))
-      return Effect.sync(() => socket.destroy())
-    }),
-    (socket) => Effect.sync(() => socket.destroy())
-  )
-
-/** One probe; fails with the reason the address is considered down. */
-export const probe = (server: ServerDefinition, address: BackendAddress, settings: ActiveHealth) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const socket = yield* connect(address)
-      if (settings.kind === "tcp") return
-      const host = server.config.domains.find((domain) => !domain.startsWith("*.")) ?? address.host
-      const handshake = encodeHandshake({ protocolVersion: PROBE_PROTOCOL, address: host, port: address.port, nextState: NEXT_STATE_STATUS })
-      const preamble = server.config.send_proxy_protocol ? [encodeProxyV2Local()] : []
-      yield* writeAll(socket, Buffer.concat([...preamble, handshake, STATUS_REQUEST]))
-      const text = yield* new SocketReader(socket).read("a status answer", MAX_STATUS_FRAME_BYTES, Duration.toMillis(settings.timeout), (buffer) => {
-        const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
-        if (frame._tag === "Incomplete") return needMore
-        if (frame._tag === "Invalid" || frame.packetId !== 0) return failWith("not a status answer")
-        const decoded = decodeWith(() => decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)))
-        return decoded._tag === "Ok" ? done(decoded.value, frame.end) : failParse(decoded.error)
-      })
-      parseBackendStatus(text)
+/**
+ * One probe; fails with the reason the address is considered down. `tcp` connects; `status_ping` makes the same
+ * status request as a ping does (see status/backendStatus.ts), so an answer that is not a status JSON object is a
+ * failed probe. The whole probe is bounded by `timeout`.
+ */
+export const probe = (server: ServerDefinition, address: BackendAddress, settings: ActiveHealth): Effect.Effect<void, StatusFetchError> => {
+  const timeoutMs = Duration.toMillis(settings.timeout)
+  const connect = connectTo(address, timeoutMs)
+  const attempt: Effect.Effect<unknown, StatusFetchError> =
+    settings.kind === "tcp"
+      ? Effect.scoped(connect)
+      : fetchBackendStatus({
+          connect,
+          opening: () => {
+            const host = server.config.domains.find((domain) => !domain.startsWith("*.")) ?? address.host
+            const handshake = encodeHandshake({ protocolVersion: PROBE_PROTOCOL, address: host, port: address.port, nextState: NEXT_STATE_STATUS })
+            return Effect.succeed(server.config.send_proxy_protocol ? [encodeProxyV2Local(), handshake] : [handshake])
+          },
+          readTimeoutMs: timeoutMs
+        })
+  return attempt.pipe(
+    Effect.asVoid,
+    Effect.timeoutFail({
+      duration: settings.timeout,
+      onTimeout: () =>
+        new StatusFetchError({ reason: "timeout", detail: `no answer within ${Duration.format(settings.timeout)}`, address: formatHostPort(address) })
     })
-  ).pipe(
-    Effect.timeoutFail({ duration: settings.timeout, onTimeout: () => new Error(`no answer within ${Duration.format(settings.timeout)}`) }),
-    Effect.mapError((error) => ((error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error))))
   )
+}
+
+/** Why a probe failed, in words; a defect (a bug) fails the probe too rather than ending the loop. */
+const failureOf = (cause: Cause.Cause<StatusFetchError>): string =>
+  Option.match(Cause.failureOption(cause), {
+    onSome: (error) => error.message,
+    onNone: () => `the probe failed: ${String(Cause.squash(cause))}`
+  })
 
 export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/HealthMonitor", {
   scoped: Effect.gen(function* () {
@@ -103,12 +99,12 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
         let healthy = true
         const name = `${server.id} ${formatHostPort(address)}`
         for (;;) {
-          const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.either)
-          const nowHealthy = result._tag === "Right"
+          const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.exit)
+          const nowHealthy = Exit.isSuccess(result)
           if (nowHealthy !== healthy) {
-            yield* nowHealthy
+            yield* Exit.isSuccess(result)
               ? Effect.logInfo(`health: ${name} is up again`)
-              : Effect.logWarning(`health: ${name} is down (${result._tag === "Left" ? result.left : ""})`)
+              : Effect.logWarning(`health: ${name} is down (${failureOf(result.cause)})`)
           }
           healthy = nowHealthy
           yield* balancer.setHealth(server.id, address, healthy)

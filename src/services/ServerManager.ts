@@ -12,7 +12,6 @@ import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
@@ -29,7 +28,7 @@ import { ConfigStore, type ConfigSnapshot } from "./ConfigStore.js"
 import { makeController } from "./manager/controller.js"
 import { makeLocal } from "./manager/local.js"
 import { makePanel } from "./manager/panel.js"
-import { type MakeProvider, type Observation, type Provider, REQUEST_TIMEOUT } from "./manager/Provider.js"
+import { type MakeProvider, type Observation, type Provider, type ProviderError, REQUEST_TIMEOUT } from "./manager/Provider.js"
 import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
 import { monotonicMillis } from "./monotonicClock.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
@@ -190,69 +189,66 @@ const make = (options: ServerManagerOptions) =>
         return true
       })
 
-    /** Starts a sleeping or crashed server (the caller holds the lock); false when it was not in such a state. */
-    const beginStart = (entry: Entry, reason: string): Effect.Effect<boolean> =>
+    /**
+     * Carries out a command Portal asks of the provider (the caller holds the lock); false when `requested` changed
+     * nothing. The command runs in the background; its failure, and the watchdog that fires after `bound`, act only if
+     * no newer command of the same kind has begun since (`counter` tells the attempts apart).
+     */
+    const beginCommand = (
+      entry: Entry,
+      command: {
+        readonly requested: Event
+        readonly counter: "starts" | "stops"
+        readonly run: Effect.Effect<void, ProviderError>
+        readonly failed: (error: ProviderError) => Event
+        readonly bound: Duration.Duration
+        readonly timedOut: Event
+        /** What to do once the watchdog's event changed the state. */
+        readonly afterTimeout: Effect.Effect<void>
+      }
+    ): Effect.Effect<boolean> =>
       Effect.gen(function* () {
-        if (!(yield* transition(entry, { _tag: "StartRequested", reason }))) return false
-        entry.starts += 1
-        const attempt = entry.starts
-        const timeout = entry.config.start_timeout
-        const watchdog = Effect.sleep(timeout).pipe(
-          Effect.zipRight(
-            locked(
-              entry,
-              Effect.gen(function* () {
-                if (attempt !== entry.starts) return
-                const timedOut = yield* transition(entry, { _tag: "StartTimedOut", reason: `not ready within ${Duration.format(timeout)}` })
-                if (timedOut) yield* Effect.forkIn(entry.provider.abort.pipe(asServer(entry.id)), entry.scope)
-              })
-            )
-          )
+        if (!(yield* transition(entry, command.requested))) return false
+        entry[command.counter] += 1
+        const attempt = entry[command.counter]
+        /** `event`, unless a newer attempt has begun since; runs under the lock. */
+        const ifCurrent = (event: Event) =>
+          locked(entry, Effect.suspend(() => (attempt === entry[command.counter] ? transition(entry, event) : Effect.succeed(false))))
+        const watchdog = Effect.sleep(command.bound).pipe(
+          Effect.zipRight(ifCurrent(command.timedOut)),
+          Effect.flatMap((changed) => (changed ? command.afterTimeout : Effect.void))
         )
-        const run = Effect.either(entry.provider.start).pipe(
-          Effect.flatMap(
-            Either.match({
-              onRight: () => Effect.void,
-              onLeft: (error) =>
-                locked(entry, attempt === entry.starts ? transition(entry, { _tag: "StartFailed", error }) : Effect.succeed(false))
-            })
-          )
-        )
+        const run = Effect.catchAll(command.run, (error) => Effect.asVoid(ifCurrent(command.failed(error))))
         yield* Effect.forkIn(watchdog.pipe(asServer(entry.id)), entry.scope)
         yield* Effect.forkIn(run.pipe(asServer(entry.id)), entry.scope)
         return true
       })
 
-    /** Stops an online (or starting) server (the caller holds the lock). */
-    const beginStop = (entry: Entry, reason: string): Effect.Effect<boolean> =>
-      Effect.gen(function* () {
-        if (!(yield* transition(entry, { _tag: "StopRequested", reason }))) return false
-        entry.stops += 1
-        const attempt = entry.stops
-        const bound = stopBound(entry.config)
-        const watchdog = Effect.sleep(bound).pipe(
-          Effect.zipRight(
-            locked(
-              entry,
-              attempt === entry.stops
-                ? transition(entry, { _tag: "StopTimedOut", reason: `the stop was not confirmed within ${Duration.format(bound)}` })
-                : Effect.succeed(false)
-            )
-          )
-        )
-        const run = Effect.either(entry.provider.stop).pipe(
-          Effect.flatMap(
-            Either.match({
-              onRight: () => Effect.void,
-              onLeft: (error) =>
-                locked(entry, attempt === entry.stops ? transition(entry, { _tag: "StopFailed", error }) : Effect.succeed(false))
-            })
-          )
-        )
-        yield* Effect.forkIn(watchdog.pipe(asServer(entry.id)), entry.scope)
-        yield* Effect.forkIn(run.pipe(asServer(entry.id)), entry.scope)
-        return true
+    /** Starts a sleeping or crashed server (the caller holds the lock); false when it was not in such a state. */
+    const beginStart = (entry: Entry, reason: string): Effect.Effect<boolean> =>
+      beginCommand(entry, {
+        requested: { _tag: "StartRequested", reason },
+        counter: "starts",
+        run: entry.provider.start,
+        failed: (error) => ({ _tag: "StartFailed", error }),
+        bound: entry.config.start_timeout,
+        timedOut: { _tag: "StartTimedOut", reason: `not ready within ${Duration.format(entry.config.start_timeout)}` },
+        afterTimeout: Effect.asVoid(Effect.forkIn(entry.provider.abort.pipe(asServer(entry.id)), entry.scope))
       })
+
+    /** Stops an online (or starting) server (the caller holds the lock). */
+    const beginStop = (entry: Entry, reason: string): Effect.Effect<boolean> => {
+      const bound = stopBound(entry.config)
+      return beginCommand(entry, {
+        requested: { _tag: "StopRequested", reason },
+        counter: "stops",
+        run: entry.provider.stop,
+        failed: (error) => ({ _tag: "StopFailed", error }),
+        bound,
+        timedOut: { _tag: "StopTimedOut", reason: `the stop was not confirmed within ${Duration.format(bound)}` },
+        afterTimeout: Effect.void
+      })
+    }
 
     /** Resolves when the state is no longer `from` (true) or when `millis` have passed (false). */
     const waitWhile = (entry: Entry, from: ServerState, millis: number) =>

@@ -9,30 +9,29 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { MotdEntry, ServerState } from "../schema/common.js"
-import { readFrame } from "../protocol/frame.js"
-import { decodeWith } from "../protocol/ProtocolError.js"
 import type { Handshake } from "../protocol/handshake.js"
 import { NEXT_STATE_STATUS } from "../protocol/handshake.js"
-import {
-  decodeStatusResponseBody,
-  MAX_STATUS_FRAME_BYTES,
-  STATUS_REQUEST,
-  type StatusJson
-} from "../protocol/status.js"
-import { Backend } from "./Backend.js"
+import type { StatusJson } from "../protocol/status.js"
+import { Backend, type BackendUnavailable } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { Forwarding } from "./Forwarding.js"
+import { Forwarding, type ForwardingUnavailable } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
-import { done, failParse, failWith, needMore, SocketReader, writeAll } from "./net/SocketReader.js"
-import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, parseBackendStatus, UNKNOWN_DOMAIN_TEXT } from "./status/motd.js"
+import { currentConnectionLog } from "./log/connectionFields.js"
+import { fetchBackendStatus, type StatusFetchError } from "./status/backendStatus.js"
+import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, UNKNOWN_DOMAIN_TEXT } from "./status/motd.js"
 import { StatusCache } from "./status/StatusCache.js"
 
 /** How long the backend may take to answer once connected (each connect attempt has its own timeout). */
 export const STATUS_READ_TIMEOUT_MS = 3_000
 
 export type StatusSource = "cache" | "backend" | "stale" | "composed"
+
+/** Why a live answer could not be had: no address answered, or the one reached did not give a status answer. */
+export type FetchFailure = BackendUnavailable | ForwardingUnavailable | StatusFetchError
 
 export interface StatusAnswer {
   readonly json: StatusJson
@@ -61,36 +60,48 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
     const forwarding = yield* Forwarding
     const registry = yield* PlayerRegistry
     const cache = new StatusCache<StatusJson>()
-    const inflight = new Map<string, Deferred.Deferred<StatusJson, Error>>()
+    const inflight = new Map<string, Deferred.Deferred<StatusJson, FetchFailure>>()
     const rendered = new WeakMap<StatusJson, { readonly entry: MotdEntry | undefined; readonly json: StatusJson; readonly text: string }>()
 
-    /** One status request to a backend: connect, handshake, request, read the answer, close. */
+    /** One status request to a backend chosen by the Balancer, through Backend (timeouts, attempts, PROXY header). */
     const fetchFromBackend = (request: StatusRequest, server: ServerDefinition) =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const snapshot = yield* store.get
-          const connection = yield* backend.connect(server, snapshot.global)
-          const handshake = yield* forwarding.backendHandshake({
-            server,
-            global: snapshot.global,
-            handshake: { ...request.handshake, nextState: NEXT_STATE_STATUS },
-            backend: connection.address,
-            clientIp: request.clientIp,
-            login: undefined
-          })
-          const parts = request.preamble === undefined ? [handshake, STATUS_REQUEST] : [request.preamble, handshake, STATUS_REQUEST]
-          yield* writeAll(connection.socket, Buffer.concat(parts))
-          const reader = new SocketReader(connection.socket)
-          const text = yield* reader.read("the backend's status answer", MAX_STATUS_FRAME_BYTES, STATUS_READ_TIMEOUT_MS, (buffer) => {
-              const frame = readFrame(buffer, 0, MAX_STATUS_FRAME_BYTES)
-              if (frame._tag === "Incomplete") return needMore
-              if (frame._tag === "Invalid") return failWith(frame.reason)
-              if (frame.packetId !== 0x00) return failWith(`unexpected packet ${frame.packetId} instead of a status answer`)
-              const decoded = decodeWith(() => decodeStatusResponseBody(buffer.subarray(frame.bodyStart, frame.end)))
-              return decoded._tag === "Ok" ? done(decoded.value, frame.end) : failParse(decoded.error)
-            })
-          return parseBackendStatus(text)
+      Effect.flatMap(store.get, (snapshot) =>
+        fetchBackendStatus({
+          connect: backend.connect(server, snapshot.global),
+          opening: (address) =>
+            Effect.map(
+              forwarding.backendHandshake({
+                server,
+                global: snapshot.global,
+                handshake: { ...request.handshake, nextState: NEXT_STATE_STATUS },
+                backend: address,
+                clientIp: request.clientIp,
+                login: undefined
+              }),
+              (handshake) => (request.preamble === undefined ? [handshake] : [request.preamble, handshake])
+            ),
+          readTimeoutMs: STATUS_READ_TIMEOUT_MS
         })
+      )
+
+    /**
+     * The one log line of a failed fetch, written by the fetch itself (not by each ping waiting on it). A backend that
+     * was reached and answered wrongly, or not at all, is worth a warning; one that cannot be reached is already
+     * shown `unreachable`, and the login path and the Balancer report it.
+     */
+    const logFailure = (server: ServerDefinition, key: string, error: FetchFailure) => {
+      const outcome = cache.any(key) === undefined ? "showing the unreachable MOTD" : "serving the last good answer"
+      return error._tag === "StatusFetchError"
+        ? Effect.logWarning(`status of ${server.id} from ${error.address} failed: ${error.message}; ${outcome}`)
+        : Effect.logDebug(`status of ${server.id} failed: ${error.message}; ${outcome}`)
+    }
+
+    /** The fetch runs on the server's behalf: its lines carry the server, not the fields of the ping that started it. */
+    const asServer = (serverId: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.locally(
+        Effect.locally(effect, FiberRef.currentLogAnnotations, HashMap.make(["server", serverId] as const)),
+        currentConnectionLog,
+        undefined
       )
 
     /** Cache, then a single shared backend request per key. */
@@ -105,23 +116,24 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         if (fresh !== undefined) return { json: fresh, source: "cache" as const }
         let pending = inflight.get(key)
         if (pending === undefined) {
-          const created = yield* Deferred.make<StatusJson, Error>()
+          const created = yield* Deferred.make<StatusJson, FetchFailure>()
           pending = created
           inflight.set(key, created)
           // The request runs on its own fiber: a pinging client that leaves must not fail the others waiting.
           yield* fetchFromBackend(request, server).pipe(
-            Effect.mapError((error) => (error instanceof Error ? error : new Error(String(error)))),
+            Effect.map((fetched) => fetched.json),
             Effect.tap((json) => Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => cache.set(key, json, at, maxEntries)))),
+            Effect.tapError((error) => logFailure(server, key, error)),
             Effect.exit,
             Effect.flatMap((exit) => Deferred.done(created, exit)),
             Effect.ensuring(Effect.sync(() => inflight.delete(key))),
+            asServer(server.id),
             Effect.forkDaemon
           )
         }
         const result = yield* Effect.either(Deferred.await(pending))
         if (Either.isRight(result)) return { json: result.right, source: "backend" as const }
         const stale = cache.any(key)
-        yield* Effect.logDebug(`status of ${server.id} failed: ${result.left.message}${stale ? "; serving a stale answer" : ""}`)
         if (stale !== undefined) return { json: stale, source: "stale" as const }
         return undefined
       })

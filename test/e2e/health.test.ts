@@ -8,6 +8,7 @@ import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
+import { GOOD_STATUS, startStatusBackend, statusAnswer } from "../peers/statusBackend.js"
 
 const servers: Array<net.Server> = []
 const accepted = new Set<net.Socket>()
@@ -81,6 +82,30 @@ describe("active health checks", () => {
     // first_available would pick the black hole first; health puts it last.
     expect(await join(portal.port, "s.example.com")).toEqual({ _tag: "Kicked", reason: "kick: good" })
     expect(reasonText((await ping(portal.port, "s.example.com")).description)).toBe("motd of good")
+  })
+
+  it("a status_ping probe answered with null or garbage marks the address down; the loop goes on and sees it recover", async () => {
+    const backend = await startStatusBackend(statusAnswer("null"))
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("status_ping")}`, {
+      "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    const address = `s 127\\.0\\.0\\.1:${backend.port}`
+    await portal.waitForLog(new RegExp(`health: ${address} is down \\(not a status answer: expected a JSON object, got null\\)`))
+    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
+    // Garbage: still down, and the loop keeps probing (more connections arrive).
+    backend.answer = Buffer.from("ffffffffff00", "hex")
+    const seen = backend.connections()
+    await waitFor(() => backend.connections() >= seen + 2, { what: "more probes" })
+    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
+    // A good answer: up again.
+    backend.answer = statusAnswer(JSON.stringify(GOOD_STATUS))
+    await portal.waitForLog(new RegExp(`health: ${address} is up again`))
+    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(true)
+    // Down again with garbage: the reason names the bad frame.
+    backend.answer = Buffer.from("ffffffffff00", "hex")
+    await portal.waitForLog(new RegExp(`health: ${address} is down \\(not a status response: VarInt longer than 5 bytes\\)`))
+    expect(portal.logs.filter((line) => line.includes("failed unexpectedly"))).toEqual([])
   })
 
   it("a server's override turns probes on for it alone, and max_concurrent bounds probes in flight", async () => {

@@ -23,6 +23,8 @@ export type FailureMode =
   | { readonly _tag: "Unauthorized"; readonly status?: 401 | 403 }
   | { readonly _tag: "Error"; readonly status?: number }
   | { readonly _tag: "Slow"; readonly delayMs: number }
+  /** HTTP 200 with this text as the body, whatever it is (nonsense, JSON of another shape). */
+  | { readonly _tag: "Body"; readonly text: string }
 
 export interface Reply {
   readonly status: number
@@ -94,6 +96,10 @@ export const startFakeApi = async (options: { readonly apiKey: string; readonly 
           const answer = () => {
             if (failure._tag === "Unauthorized") return send(response, { status: failure.status ?? 401, body: { errors: [{ code: "AuthenticationException" }] } })
             if (failure._tag === "Error") return send(response, { status: failure.status ?? 500, body: { errors: [{ code: "InternalError" }] } })
+            if (failure._tag === "Body") {
+              response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(failure.text) })
+              return response.end(failure.text)
+            }
             if (recorded.authorization !== `Bearer ${options.apiKey}`) return send(response, { status: 401, body: { error: "bad key" } })
             return send(response, options.handle(recorded))
           }

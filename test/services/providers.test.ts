@@ -356,6 +356,31 @@ ${extra}`
     await harness.waitState("lobby", "online")
   })
 
+  it("an answer that is not the API's (not JSON, another shape, a field of the wrong type) is reported once per problem; polling goes on", async () => {
+    const panel = await startFakePanel({ state: "running" })
+    const harness = await startManager({ lobby: panelServer(panel.url, panel.apiKey, panel.serverId) })
+    expect(await harness.state("lobby")).toBe("online")
+    const cases = [
+      { text: "<html><body>Please log in</body></html>", message: /the panel API answered \/api\/client\/servers\/a1b2c3d4\/resources with something that is not JSON/ },
+      { text: `{"data":[]}`, message: /unexpected answer from the panel API: attributes: is missing/ },
+      { text: `{"attributes":{"current_state":42}}`, message: /unexpected answer from the panel API: attributes\.current_state: expected running, starting, stopping or offline, got 42/ },
+      { text: `{"attributes":{"current_state":"exploded"}}`, message: /unexpected answer from the panel API: attributes\.current_state: expected running, starting, stopping or offline, got "exploded"/ },
+      { text: "null", message: /unexpected answer from the panel API: expected an object with attributes, got null/ }
+    ]
+    for (const { text, message } of cases) {
+      panel.failure = { _tag: "Body", text }
+      await harness.waitState("lobby", "offline")
+      const warning = await harness.waitLog(new RegExp(`^WARN ${message.source}; Portal keeps trying every 100ms server=lobby$`))
+      const before = panel.count("GET", "/resources")
+      await waitFor(() => panel.count("GET", "/resources") >= before + 3, { what: "polls to go on" })
+      expect(harness.logs.filter((line) => line === warning)).toHaveLength(1)
+      panel.failure = { _tag: "None" }
+      await harness.waitState("lobby", "online")
+    }
+    expect(harness.logs.filter((line) => /the panel API answers again/.test(line))).toHaveLength(cases.length)
+    expect(panel.signals).toEqual([])
+  })
+
   it("idle shutdown sends stop", async () => {
     const panel = await startFakePanel({ state: "running", stopMs: 300 })
     const harness = await startManager({ lobby: panelServer(panel.url, panel.apiKey, panel.serverId, `shutdown_after = "500ms"`) })
@@ -412,6 +437,30 @@ ${extra}`
     await harness.waitLog(/^WARN the controller API refused the API key \(HTTP 403 to GET \/api\/v2\/servers\/7\/stats\)/)
     controller.failure = { _tag: "None" }
     await harness.waitState("lobby", "online")
+  })
+
+  it("an answer that is not the API's is reported once per problem; polling goes on and the server recovers", async () => {
+    const controller = await startFakeController({ state: "running" })
+    const harness = await startManager({ lobby: controllerServer(controller.url, controller.apiKey, controller.serverId) })
+    expect(await harness.state("lobby")).toBe("online")
+    const cases = [
+      { text: "Internal error, see the logs", message: /the controller API answered \/api\/v2\/servers\/7\/stats with something that is not JSON/ },
+      { text: `{"status":"ok","data":{}}`, message: /unexpected answer from the controller API: data\.running: is missing/ },
+      { text: `{"status":"ok","data":{"running":"yes"}}`, message: /unexpected answer from the controller API: data\.running: expected true or false, got "yes"/ },
+      { text: `{"status":"ok","data":{"running":false,"crashed":"no"}}`, message: /unexpected answer from the controller API: data\.crashed: expected true or false, got "no"/ },
+      { text: `{"status":"error","data":{"running":true}}`, message: /unexpected answer from the controller API: status: expected "ok", got "error"/ }
+    ]
+    for (const { text, message } of cases) {
+      controller.failure = { _tag: "Body", text }
+      await harness.waitState("lobby", "offline")
+      const warning = await harness.waitLog(new RegExp(`^WARN ${message.source}; Portal keeps trying every 100ms server=lobby$`))
+      const before = controller.count("GET", "/stats")
+      await waitFor(() => controller.count("GET", "/stats") >= before + 3, { what: "polls to go on" })
+      expect(harness.logs.filter((line) => line === warning)).toHaveLength(1)
+      controller.failure = { _tag: "None" }
+      await harness.waitState("lobby", "online")
+    }
+    expect(controller.actions).toEqual([])
   })
 
   it("idle shutdown sends stop_server", async () => {

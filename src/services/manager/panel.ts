@@ -9,11 +9,37 @@
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { Observation, Provider, ProviderInput } from "./Provider.js"
 import { apiBase, makeRemote, type RemoteApi, type RemoteConfig, withKey } from "./remote.js"
 
-export const panelApi = (config: RemoteConfig): RemoteApi => {
+/** What Portal reads of an answer to `/resources`; the rest (resources, is_suspended, ...) is ignored. */
+export const PanelResources = Schema.Struct({
+  attributes: Schema.Struct({
+    current_state: Schema.Literal("running", "starting", "stopping", "offline").annotations({
+      // One message for the whole union (else the first literal alone is named).
+      message: (issue) => ({ message: `Expected running, starting, stopping or offline, actual ${JSON.stringify(issue.actual)}`, override: true })
+    })
+  }).annotations({ title: "an object with current_state" })
+}).annotations({ title: "an object with attributes" })
+
+const observePanel = (answer: typeof PanelResources.Type): Observation => {
+  const current = answer.attributes.current_state
+  const detail = `the panel reports "${current}"`
+  switch (current) {
+    case "running":
+      return { _tag: "Running", detail }
+    case "starting":
+      return { _tag: "Starting", detail }
+    case "stopping":
+      return { _tag: "Stopping", detail }
+    case "offline":
+      return { _tag: "Stopped", requested: false, detail }
+  }
+}
+
+export const panelApi = (config: RemoteConfig): RemoteApi<typeof PanelResources.Type, typeof PanelResources.Encoded> => {
   const base = `${apiBase(config)}/api/client/servers/${encodeURIComponent(config.server_id)}`
   const headers = (request: HttpClientRequest.HttpClientRequest) =>
     request.pipe(withKey(config), HttpClientRequest.setHeader("Content-Type", "application/json"))
@@ -25,23 +51,8 @@ export const panelApi = (config: RemoteConfig): RemoteApi => {
     start: power("start"),
     stop: power("stop"),
     state: HttpClientRequest.get(`${base}/resources`).pipe(headers),
-    parseState: (body): Observation | string => {
-      const attributes = (body as { attributes?: { current_state?: unknown } } | null)?.attributes
-      const current = attributes?.current_state
-      const detail = `the panel reports "${String(current)}"`
-      switch (current) {
-        case "running":
-          return { _tag: "Running", detail }
-        case "starting":
-          return { _tag: "Starting", detail }
-        case "stopping":
-          return { _tag: "Stopping", detail }
-        case "offline":
-          return { _tag: "Stopped", requested: false, detail }
-        default:
-          return `attributes.current_state is ${JSON.stringify(current) ?? "missing"}, expected running, starting, stopping or offline`
-      }
-    }
+    stateAnswer: PanelResources,
+    observe: observePanel
   }
 }
 

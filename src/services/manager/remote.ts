@@ -8,20 +8,29 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
+import { describeParseError } from "../parseIssue.js"
 import { type Observation, type Provider, ProviderError, type ProviderInput } from "./Provider.js"
 
 export type RemoteConfig = Extract<ServerManagerConfig, { readonly type: "panel" | "controller" }>
 
-export interface RemoteApi {
+export interface RemoteApi<A, I> {
   /** How the API is named in messages ("panel", "controller"). */
   readonly name: string
   readonly start: HttpClientRequest.HttpClientRequest
   readonly stop: HttpClientRequest.HttpClientRequest
   readonly state: HttpClientRequest.HttpClientRequest
-  /** The observation an answer to `state` means, or a description of what is wrong with the answer. */
-  readonly parseState: (body: unknown) => Observation | string
+  /**
+   * What an answer to `state` must be, as a Schema of its JSON: only the fields Portal reads are checked, the rest
+   * of the answer is ignored.
+   */
+  readonly stateAnswer: Schema.Schema<A, I>
+  /** The observation a decoded answer to `state` means. */
+  readonly observe: (answer: A) => Observation
   /** Added to the message when the key is refused. */
   readonly keyHint: string
 }
@@ -31,14 +40,17 @@ export const apiBase = (config: RemoteConfig) => config.api_url.replace(/\/+$/, 
 
 const BODY_SNIPPET = 200
 
+/** The most telling part of a transport failure: the socket error's code (`ECONNREFUSED`), else a message. */
 const describeTransport = (error: HttpClientError.RequestError): string => {
-  const cause = error.cause as { readonly message?: unknown; readonly cause?: { readonly code?: unknown; readonly message?: unknown } } | undefined
-  const inner = cause?.cause
-  if (inner !== undefined && typeof inner.code === "string") return inner.code
-  if (inner !== undefined && typeof inner.message === "string") return inner.message
-  if (cause !== undefined && typeof cause.message === "string") return cause.message
+  const cause = error.cause
+  const inner = Predicate.hasProperty(cause, "cause") ? cause.cause : undefined
+  if (Predicate.hasProperty(inner, "code") && Predicate.isString(inner.code)) return inner.code
+  if (Predicate.hasProperty(inner, "message") && Predicate.isString(inner.message)) return inner.message
+  if (Predicate.hasProperty(cause, "message") && Predicate.isString(cause.message)) return cause.message
   return error.message
 }
+
+const parseJson = Schema.decodeEither(Schema.parseJson())
 
 const pathOf = (request: HttpClientRequest.HttpClientRequest) => {
   try {
@@ -48,10 +60,10 @@ const pathOf = (request: HttpClientRequest.HttpClientRequest) => {
   }
 }
 
-export const makeRemote = (
+export const makeRemote = <A, I>(
   input: ProviderInput,
   config: RemoteConfig,
-  api: RemoteApi
+  api: RemoteApi<A, I>
 ): Effect.Effect<Provider, never, Scope.Scope | HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const client = yield* HttpClient.HttpClient
@@ -111,21 +123,22 @@ export const makeRemote = (
       )
     }
 
+    const decodeState = Schema.decodeUnknownEither(api.stateAnswer)
+    /** The observation an answer means, or a `bad_response` error saying what is wrong with it. */
+    const observe = (text: string): Either.Either<Observation, ProviderError> => {
+      const badResponse = (message: string) => new ProviderError({ reason: "bad_response", message })
+      return Either.match(parseJson(text), {
+        onLeft: () => Either.left(badResponse(`the ${api.name} API answered ${pathOf(api.state)} with something that is not JSON`)),
+        onRight: (json) =>
+          Either.match(decodeState(json), {
+            onLeft: (error) => Either.left(badResponse(`unexpected answer from the ${api.name} API: ${describeParseError(error)}`)),
+            onRight: (answer) => Either.right(api.observe(answer))
+          })
+      })
+    }
+
     const poll: Effect.Effect<Observation> = call(api.state).pipe(
-      Effect.flatMap((text) => {
-        let body: unknown
-        try {
-          body = JSON.parse(text)
-        } catch {
-          return Effect.fail(
-            new ProviderError({ reason: "bad_response", message: `the ${api.name} API answered ${pathOf(api.state)} with something that is not JSON` })
-          )
-        }
-        const parsed = api.parseState(body)
-        return typeof parsed === "string"
-          ? Effect.fail(new ProviderError({ reason: "bad_response", message: `unexpected answer from the ${api.name} API: ${parsed}` }))
-          : Effect.succeed(parsed)
-      }),
+      Effect.flatMap((text) => observe(text)),
       Effect.catchAll((error) => Effect.succeed<Observation>({ _tag: "Failed", error }))
     )
 

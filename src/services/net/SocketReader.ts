@@ -27,15 +27,15 @@ export class InputTooLarge extends Data.TaggedError("InputTooLarge")<{ readonly 
   }
 }
 
-/** What a parse step says about the bytes buffered so far. */
-export type Parse<A> =
+/** What a parse step says about the bytes buffered so far; a failure is malformed input (ProtocolError by default). */
+export type Parse<A, E = ProtocolError> =
   | { readonly _tag: "Done"; readonly value: A; readonly consumed: number }
   | { readonly _tag: "NeedMore" }
-  | { readonly _tag: "Fail"; readonly error: ProtocolError }
+  | { readonly _tag: "Fail"; readonly error: E }
 
-export const done = <A>(value: A, consumed: number): Parse<A> => ({ _tag: "Done", value, consumed })
-export const needMore: Parse<never> = { _tag: "NeedMore" }
-export const failParse = (error: ProtocolError): Parse<never> => ({ _tag: "Fail", error })
+export const done = <A>(value: A, consumed: number): Parse<A, never> => ({ _tag: "Done", value, consumed })
+export const needMore: Parse<never, never> = { _tag: "NeedMore" }
+export const failParse = <E>(error: E): Parse<never, E> => ({ _tag: "Fail", error })
 /** A parse step's failure from a reason. */
 export const failWith = (reason: string): Parse<never> => ({ _tag: "Fail", error: new ProtocolError({ reason }) })
 
@@ -68,12 +68,12 @@ export class SocketReader {
    * The timeout is a plain timer rather than Effect.timeout: this runs for every connection, and forking a fiber
    * to race each read costs more than the read.
    */
-  read<A>(
+  read<A, E = ProtocolError>(
     during: string,
     limit: number,
     timeoutMs: number,
-    parse: (buffer: Buffer) => Parse<A>
-  ): Effect.Effect<A, ReadError> {
+    parse: (buffer: Buffer) => Parse<A, E>
+  ): Effect.Effect<A, ReadError | E> {
     return Effect.suspend(() => {
       // Often the bytes are here already (Login Start comes in the same segment as the handshake): no suspension then.
       const ready = this.buffer.length > 0 ? parse(this.buffer) : needMore
@@ -86,16 +86,16 @@ export class SocketReader {
     })
   }
 
-  private wait<A>(
+  private wait<A, E>(
     during: string,
     limit: number,
     timeoutMs: number,
-    parse: (buffer: Buffer) => Parse<A>
-  ): Effect.Effect<A, ReadError> {
-    return Effect.async<A, ReadError>((resume) => {
+    parse: (buffer: Buffer) => Parse<A, E>
+  ): Effect.Effect<A, ReadError | E> {
+    return Effect.async<A, ReadError | E>((resume) => {
       const socket = this.socket
       /** The outcome once there is one: parsed, failed, too large, or the peer gone. */
-      const settle = (): Effect.Effect<A, ReadError> | undefined => {
+      const settle = (): Effect.Effect<A, ReadError | E> | undefined => {
         const result = parse(this.buffer)
         switch (result._tag) {
           case "Done":

@@ -71,12 +71,3 @@ export const toLegacyStatus = (json: StatusJson): LegacyStatus => ({
   online: typeof json.players?.online === "number" ? json.players.online : 0,
   max: typeof json.players?.max === "number" ? json.players.max : 0
 })
-
-/** A backend's status JSON, checked enough to be overlaid (an object); anything else is a failed fetch. */
-export const parseBackendStatus = (text: string): StatusJson => {
-  const parsed: unknown = JSON.parse(text)
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw new Error("the backend's status answer is not a JSON object")
-  }
-  return parsed as StatusJson
-}
