@@ -61,10 +61,12 @@ if (args!.version) {
   process.stdout.write(`${PORTAL_VERSION}\n`)
   process.exit(0)
 }
-const logFormat = args!["log-format"] as LogFormat
-if (logFormat !== "pretty" && logFormat !== "json") fail(`--log-format must be pretty or json, got ${logFormat}`)
-const logLevel = args!["log-level"] as LogLevelName
-if (!LOG_LEVELS.includes(logLevel)) fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${logLevel}`)
+const isLogFormat = (value: unknown): value is LogFormat => value === "pretty" || value === "json"
+const isLogLevel = (value: unknown): value is LogLevelName => LOG_LEVELS.some((level) => level === value)
+const formatArg = args!["log-format"]
+const logFormat: LogFormat = isLogFormat(formatArg) ? formatArg : fail(`--log-format must be pretty or json, got ${formatArg}`)
+const levelArg = args!["log-level"]
+const logLevel: LogLevelName = isLogLevel(levelArg) ? levelArg : fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${levelArg}`)
 const configFile = args!.config!
 const logging = loggingLayer(logFormat, logLevel)
 

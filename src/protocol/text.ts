@@ -6,13 +6,27 @@ export type TextComponent = string | { readonly text: string; readonly [key: str
 export const textComponentJson = (component: TextComponent): string =>
   JSON.stringify(typeof component === "string" ? { text: component } : component)
 
+/** Components nested deeper than this are cut off: text from a peer must not recurse without bound. */
+const MAX_DEPTH = 64
+
+/** A field of a component read as JSON gives it, whatever it is. */
+const field = (node: object, key: string): unknown => (key in node ? Reflect.get(node, key) : undefined)
+
+/** The component's own text: `text`, else `translate`. */
+const ownText = (node: object): string => {
+  const text = field(node, "text")
+  if (typeof text === "string") return text
+  const translate = field(node, "translate")
+  return typeof translate === "string" ? translate : ""
+}
+
 /** Plain text of a component or legacy string: `§` codes removed (for legacy pings and logs). */
-export const plainText = (component: unknown): string => {
+export const plainText = (component: unknown, depth = 0): string => {
   if (typeof component === "string") return component.replace(/§./g, "")
-  if (component === null || typeof component !== "object") return ""
-  const node = component as { text?: unknown; translate?: unknown; extra?: unknown }
-  let out = typeof node.text === "string" ? node.text : typeof node.translate === "string" ? node.translate : ""
-  if (Array.isArray(node.extra)) for (const child of node.extra) out += plainText(child)
+  if (component === null || typeof component !== "object" || depth > MAX_DEPTH) return ""
+  let out = ownText(component)
+  const extra = field(component, "extra")
+  if (Array.isArray(extra)) for (const child of extra) out += plainText(child, depth + 1)
   return out.replace(/§./g, "")
 }
 
@@ -22,19 +36,20 @@ const LEGACY_COLORS: Record<string, string> = {
 }
 
 /** A component flattened to the `§`-coded string that pre-1.7 clients render. */
-export const legacyText = (component: unknown): string => {
+export const legacyText = (component: unknown, depth = 0): string => {
   if (typeof component === "string") return component
-  if (component === null || typeof component !== "object") return ""
-  const node = component as Record<string, unknown>
+  if (component === null || typeof component !== "object" || depth > MAX_DEPTH) return ""
   let out = ""
-  const color = typeof node.color === "string" ? LEGACY_COLORS[node.color] : undefined
+  const colorName = field(component, "color")
+  const color = typeof colorName === "string" && Object.hasOwn(LEGACY_COLORS, colorName) ? LEGACY_COLORS[colorName] : undefined
   if (color !== undefined) out += `§${color}`
-  if (node.bold === true) out += "§l"
-  if (node.italic === true) out += "§o"
-  if (node.underlined === true) out += "§n"
-  if (node.strikethrough === true) out += "§m"
-  if (node.obfuscated === true) out += "§k"
-  out += typeof node.text === "string" ? node.text : typeof node.translate === "string" ? node.translate : ""
-  if (Array.isArray(node.extra)) for (const child of node.extra) out += legacyText(child)
+  if (field(component, "bold") === true) out += "§l"
+  if (field(component, "italic") === true) out += "§o"
+  if (field(component, "underlined") === true) out += "§n"
+  if (field(component, "strikethrough") === true) out += "§m"
+  if (field(component, "obfuscated") === true) out += "§k"
+  out += ownText(component)
+  const extra = field(component, "extra")
+  if (Array.isArray(extra)) for (const child of extra) out += legacyText(child, depth + 1)
   return out
 }

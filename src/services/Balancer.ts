@@ -9,6 +9,7 @@ import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { type AddressState, ejectionMillis, freshState, orderCandidates } from "./balancer/strategy.js"
 import { monotonicMillis } from "./monotonicClock.js"
+import { releaseOnce } from "./once.js"
 
 export interface AddressStatus {
   readonly address: string
@@ -85,13 +86,10 @@ export class Balancer extends Effect.Service<Balancer>()("portal/Balancer", {
     /** Counts a live session on an address for least_conn until the returned release is called (idempotent). */
     const acquireNow = (serverId: string, address: BackendAddress): (() => void) => {
       stateOf(serverId, address).active += 1
-      let released = false
-      return () => {
-        if (released) return
-        released = true
+      return releaseOnce(() => {
         const state = servers.get(serverId)?.get(formatHostPort(address))
         if (state !== undefined && state.active > 0) state.active -= 1
-      }
+      })
     }
 
     const markRecovered = (state: AddressState, now: number) => {

@@ -4,6 +4,7 @@
  * Byte counters are read from the relay on demand, so it pays nothing per chunk.
  */
 import * as Effect from "effect/Effect"
+import { releaseOnce } from "./once.js"
 import type { ByteMeter } from "./relay/RelayMode.js"
 
 export interface SessionEntry {
@@ -86,28 +87,29 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined }
       sessions.set(entry.id, live)
       adjust(entry.serverId, 1)
-      let released = false
+      // Released once its entry has left the map (or been replaced by a session of the same id).
+      const released = () => sessions.get(entry.id) !== live
       return {
         id: entry.id,
         attachEnder: (ender) => {
-          if (released) return
+          if (released()) return
           live.ender = ender
           if (live.endedBecause !== undefined) ender.end(live.endedBecause)
         },
         attachBackend: (backendAddress, bytes) => {
-          if (released) return
+          if (released()) return
           live.backendAddress = backendAddress
           live.bytes = bytes
         },
-        release: () => {
-          if (released) return
-          released = true
+        release: releaseOnce(() => {
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
           live.ender = undefined
-          if (sessions.delete(entry.id)) adjust(entry.serverId, -1)
-        }
+          if (sessions.get(entry.id) !== live) return
+          sessions.delete(entry.id)
+          adjust(entry.serverId, -1)
+        })
       }
     }
 

@@ -8,6 +8,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
+import { releaseOnce } from "./once.js"
 
 /** Handshakes one address may have in progress at once. */
 export const MAX_PENDING_HANDSHAKES_PER_IP = 8
@@ -133,15 +134,12 @@ export class RateLimiter extends Effect.Service<RateLimiter>()("portal/RateLimit
       if (mine >= MAX_PENDING_HANDSHAKES_PER_IP || pendingTotal >= MAX_PENDING_HANDSHAKES) return undefined
       pending.set(ip, mine + 1)
       pendingTotal += 1
-      let released = false
-      return () => {
-        if (released) return
-        released = true
+      return releaseOnce(() => {
         pendingTotal -= 1
         const left = (pending.get(ip) ?? 1) - 1
         if (left <= 0) pending.delete(ip)
         else pending.set(ip, left)
-      }
+      })
     }
     const dataPlane: RateLimiterDataPlane = { allow: allowAt, enterHandshake: enterHandshakeNow }
     return {

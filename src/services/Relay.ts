@@ -28,6 +28,17 @@ export interface RelayDataPlane {
   readonly start: (mode: RelayMode, request: RelayStart) => LiveRelay
 }
 
+const NO_BYTES: LiveRelay["meter"] = { bytesIn: () => 0, bytesOut: () => 0 }
+
+/** The relay of a session one of whose sockets was gone before it started: both closed, reported at once. */
+const endedAtStart = ({ client, backend, onEnd }: RelayStart): LiveRelay => {
+  const end = client.destroyed ? "client_closed" : "backend_closed"
+  client.destroy()
+  backend.destroy()
+  onEnd({ end })
+  return { meter: NO_BYTES, end: () => {} }
+}
+
 export class Relay extends Effect.Service<Relay>()("portal/Relay", {
   scoped: Effect.gen(function* () {
     const watchdog = new RelayWatchdog()
@@ -36,6 +47,8 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
 
     // A suspended fiber per player would cost more memory than the player's sockets: a relay runs on callbacks.
     const start = (mode: RelayMode, request: RelayStart): LiveRelay => {
+      // A side that closed while the login was replayed has already fired its events: no mode would see it end.
+      if (request.client.destroyed || request.backend.destroyed) return endedAtStart(request)
       const running: Running = { relay: undefined }
       let ended = false
       const onEnd = (outcome: RelayOutcome) => {
