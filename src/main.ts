@@ -79,6 +79,7 @@ if (args!.check) {
     Effect.catchTag("ConfigError", (error) =>
       Effect.sync(() => {
         for (const problem of error.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+        for (const note of error.notes ?? []) process.stderr.write(`note: ${note}\n`)
         process.stderr.write(`portal: the configuration has ${error.problems.length} problem(s); not starting\n`)
         return 1
       })

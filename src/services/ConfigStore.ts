@@ -17,13 +17,15 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { randomBytes } from "node:crypto"
 import * as NodeFs from "node:fs"
-import { findServerConflicts, type ServerDefinition } from "../schema/decode.js"
+import { findServerConflicts, type ServerDefinition, type ServerIdentity } from "../schema/decode.js"
 import { GlobalConfig } from "../schema/GlobalConfig.js"
 import { isLoopbackHost } from "../schema/HostPort.js"
 import { ServerConfig } from "../schema/ServerConfig.js"
 import { type ConfigProblem, formatProblem } from "../schema/problems.js"
 import { ConfigError } from "./config/ConfigError.js"
 import {
+  checkGlobalFile,
+  checkServerText,
   displayPath,
   ensureForwardingSecret,
   listServerFiles,
@@ -87,43 +89,55 @@ const encodeGlobal = Schema.encodeSync(GlobalConfig)
 const encodeServer = Schema.encodeSync(ServerConfig)
 
 /**
- * Reads `proxy.toml`, every server file and the cross-file rules; every problem found is reported together.
+ * Reads `proxy.toml`, every server file and the cross-file rules; every problem of every file is reported together.
+ * A file with problems still takes part in the rules across files with what decodes of it (its id and domains), and
+ * a broken `proxy.toml` still lets the server files be checked unless `servers_dir` itself is what is broken.
  * Used at startup and by `--check`.
  */
 export const loadConfiguration = (configFile: string, options: { readonly createSecrets: boolean }) =>
   Effect.gen(function* () {
-    const global = yield* loadGlobalFile(configFile)
+    const global = yield* checkGlobalFile(configFile)
     const fs = yield* FileSystem.FileSystem
-    const paths = yield* listServerFiles(global.servers_dir)
-    const problems: Array<ConfigProblem> = []
+    const problems: Array<ConfigProblem> = [...global.problems]
+    const notes: Array<string> = []
     const files = new Map<string, FileState>()
     const definitions: Array<ServerDefinition> = []
-    for (const path of paths) {
+    const identities: Array<ServerIdentity> = []
+    /** Every server's forwarding mode as far as it decodes (a broken one counts as the global mode). */
+    const forwardingModes: Array<{ readonly config: Partial<ServerConfig> }> = []
+    const servers = global.servers
+    if (servers.note !== undefined) notes.push(servers.note)
+    const listed = servers._tag === "Found" ? yield* Effect.either(listServerFiles(servers.dir)) : Either.right([])
+    if (Either.isLeft(listed)) problems.push(...listed.left.problems)
+    for (const path of Either.getOrElse(listed, () => [])) {
       const text = yield* fs.readFileString(path).pipe(Effect.orElseSucceed(() => undefined))
       if (text === undefined) {
         problems.push({ file: displayPath(path), path: "", message: "cannot read the file" })
         continue
       }
-      const decoded = yield* Effect.either(resolveServerText(path, text))
-      if (Either.isLeft(decoded)) {
-        problems.push(...decoded.left.problems)
-        files.set(path, { text, good: undefined })
-      } else {
-        definitions.push(decoded.right)
-        files.set(path, { text, good: decoded.right })
-      }
+      const checked = yield* checkServerText(path, text)
+      problems.push(...checked.problems)
+      if (checked.identity !== undefined) identities.push(checked.identity)
+      forwardingModes.push({ config: checked.partial })
+      files.set(path, { text, good: checked.definition })
+      if (checked.definition !== undefined) definitions.push(checked.definition)
     }
-    problems.push(...findServerConflicts(definitions).problems)
+    problems.push(...findServerConflicts(identities).problems)
     let secret: LoadedConfiguration["secret"] = "unused"
-    if (problems.length === 0 && needsForwardingSecret(global, definitions)) {
-      secret = yield* Effect.either(ensureForwardingSecret(global.forwarding.secret_file, options.createSecrets)).pipe(
+    const forwarding = global.partial.forwarding
+    if (forwarding !== undefined && needsForwardingSecret({ forwarding }, forwardingModes)) {
+      // A configuration that will not run creates nothing; an existing secret file is still checked.
+      const create = options.createSecrets && problems.length === 0
+      secret = yield* Effect.either(ensureForwardingSecret(forwarding.secret_file, create)).pipe(
         Effect.map(Either.getOrElse((error) => (problems.push(...error.problems), "unused" as const)))
       )
     }
-    if (problems.length > 0) return yield* Effect.fail(new ConfigError({ problems }))
+    if (problems.length > 0 || global.config === undefined) {
+      return yield* Effect.fail(new ConfigError({ problems, notes }))
+    }
     const snapshot: ConfigSnapshot = {
       configFile,
-      global,
+      global: global.config,
       servers: new Map(definitions.map((server) => [server.id, server])),
       revision: 1
     }
