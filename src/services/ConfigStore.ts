@@ -11,12 +11,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { randomBytes } from "node:crypto"
-import * as NodeFs from "node:fs"
 import { findServerConflicts, type ServerDefinition, type ServerIdentity } from "../schema/decode.js"
 import { GlobalConfig } from "../schema/GlobalConfig.js"
 import { isLoopbackHost } from "../schema/HostPort.js"
@@ -33,8 +31,12 @@ import {
   needsForwardingSecret,
   resolveServerText
 } from "./config/load.js"
+import { watchFiles } from "./files/watch.js"
 
 export { ConfigError } from "./config/ConfigError.js"
+
+/** Editors save in several steps; a rescan waits for them to settle. */
+const WATCH_DEBOUNCE = Duration.millis(150)
 
 export interface ConfigSnapshot {
   readonly configFile: string
@@ -201,39 +203,6 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
     )
 }
 
-/**
- * Runs `onChange` (debounced) whenever something in `dir` changes. The watch is registered before this returns,
- * so no change made after startup can slip between loading and watching. Errors of the watch only log: the poll
- * keeps the configuration current.
- */
-const watchDirectory = (dir: string, onChange: Effect.Effect<void>) =>
-  Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<never>()
-    const runFork = Runtime.runFork(runtime)
-    let timer: NodeJS.Timeout | undefined
-    yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        try {
-          const watcher = NodeFs.watch(dir, { persistent: false }, () => {
-            clearTimeout(timer)
-            timer = setTimeout(() => runFork(onChange), 150)
-          })
-          watcher.on("error", (error) => {
-            runFork(Effect.logWarning(`watching ${displayPath(dir)} stopped (${error.message}); changes are picked up by polling`))
-          })
-          return watcher
-        } catch (error) {
-          runFork(Effect.logWarning(`cannot watch ${displayPath(dir)} (${String(error)}); changes are picked up by polling`))
-          return undefined
-        }
-      }),
-      (watcher) => Effect.sync(() => {
-        clearTimeout(timer)
-        watcher?.close()
-      })
-    )
-  })
-
 const makeConfigStore = (options: ConfigStoreOptions) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -357,11 +326,14 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
     ).pipe(Effect.zipRight(rescanServers))
 
     if (options.watch ?? true) {
-      yield* watchDirectory(initialGlobal.servers_dir, rescanServers)
-      yield* rescanServers.pipe(
-        Effect.repeat(Schedule.spaced(options.pollInterval ?? Duration.seconds(5))),
-        Effect.forkScoped
-      )
+      // Every poll rescans: reading a directory of small files is cheap, and the text comparison skips the rest.
+      yield* watchFiles({
+        dir: initialGlobal.servers_dir,
+        subject: `changes in ${displayPath(initialGlobal.servers_dir)}`,
+        debounce: WATCH_DEBOUNCE,
+        pollInterval: options.pollInterval ?? Duration.seconds(5),
+        onChange: rescanServers
+      })
       const runtime = yield* Effect.runtime<never>()
       const onHangup = () => {
         Runtime.runFork(runtime)(

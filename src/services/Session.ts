@@ -374,7 +374,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       const player = start.value
       const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
       const now = clock.unsafeCurrentTimeMillis()
-      const playerBan = bans.checkPlayerAt({ name: player.name, uuid: player.uuid }, now)
+      const playerBan = bans.dataPlane.playerBan({ name: player.name, uuid: player.uuid }, now)
       if (playerBan !== undefined) {
         return Effect.zipRight(Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), disconnect(client, banMessage(playerBan, Math.floor(now / 1000))))
       }
@@ -598,7 +598,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       }
       holdings.releaseSlot = releaseSlot
       const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
-      const ipBan = globallyAllowed ? bans.checkIpAt(ip, clock.unsafeCurrentTimeMillis()) : undefined
+      const ipBan = globallyAllowed ? bans.dataPlane.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined
       // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
       return Effect.flatMap(readOpening(reader), (opening) => {
         if (!globallyAllowed) {

@@ -47,11 +47,13 @@ describe("loading", () => {
     const dir = makeConfigDir(`max_connections = -1`, {
       "a.toml": `addresses = ["a"]\nbogus = 1`
     })
-    // The global file is checked first; with it broken the server files cannot be located.
+    // A broken proxy.toml does not hide the server files: servers_dir itself decodes.
     const first = await load(dir.configFile)
     expect(Either.isLeft(first) && first.left.problems.map(formatProblem)).toEqual([
-      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/)
+      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/),
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/)
     ])
+    expect(Either.isLeft(first) && first.left.notes).toEqual([])
     dir.write("proxy.toml", "")
     dir.write("servers/b.toml", `addresses = ["b"]\ndomains = ["x.com"]`)
     dir.write("servers/c.toml", `addresses = ["c"]\ndomains = ["x.com"]`)
