@@ -4,12 +4,12 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Layer, Logger, Option, Schema, TestClock } from "effect"
+import { Clock, Duration, Effect, Layer, Logger, Option, Queue, Schema, Stream, TestClock } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
-import { type AuditEntry, type Ban, banMessage, BanStore, type BanTarget } from "../../src/services/BanStore.js"
+import { type AuditEntry, type Ban, type BanChange, banMessage, BanStore, type BanTarget } from "../../src/services/BanStore.js"
 import { type ConfigSnapshot, ConfigStore } from "../../src/services/ConfigStore.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 
@@ -551,6 +551,102 @@ describe("hand edits while running", () => {
       )
     }).pipe(Effect.provide(logs.layer))
   })
+})
+
+describe("bans coming into force (subscribe)", () => {
+  it.live("subscribers hear of each ban made here or by hand; lifted and expired ones say nothing", () =>
+    Effect.gen(function* () {
+      const file = banFile()
+      yield* withStore(file, (bans) =>
+        Effect.scoped(
+          Effect.gen(function* () {
+            const received = yield* Queue.unbounded<BanChange>()
+            yield* Effect.forkScoped(Stream.runForEach(yield* bans.subscribe, (change) => Queue.offer(received, change)))
+            const next = Queue.take(received).pipe(
+              Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => new Error("no change received") })
+            )
+
+            const steve = yield* bans.add({ target: username("Steve"), reason: "griefing", source: "test" })
+            expect(yield* next).toEqual({ added: [steve] })
+            // Banned again on new terms: in force anew.
+            const again = yield* bans.add({ target: username("Steve"), reason: "still griefing", source: "test", duration: "1 hour" })
+            expect(yield* next).toEqual({ added: [again] })
+            expect(yield* bans.remove(username("Steve"), "test")).toBe(true)
+
+            // By hand: a new ban, and one that had already run out (never in force, so not announced).
+            const now = Math.floor(Date.now() / 1000)
+            const alex = { target: username("Alex"), reason: "by hand", expires_at: null, created_at: now, source: "ops" }
+            const old = { target: ip("198.51.100.7"), reason: "old", expires_at: now - 60, created_at: now - 120, source: "ops" }
+            writeFileSync(file, JSON.stringify({ bans: [old, alex], audit_log: [] }))
+            // The removal came first and said nothing: the next change heard is the edit.
+            expect(yield* next).toEqual({ added: [alex] })
+            yield* realSleep(300) // the watch and the poll may look at the file again: nothing new is announced
+            expect(yield* Queue.size(received)).toBe(0)
+          })
+        )
+      )
+    })
+  )
+})
+
+describe("layerMemory", () => {
+  /** Runs `use` with a store in memory only: no file, no ConfigStore, no FileSystem. */
+  const withMemory = <A, E>(use: (bans: BanStore) => Effect.Effect<A, E>, options?: Parameters<typeof BanStore.layerMemory>[0]) =>
+    Effect.flatMap(BanStore, use).pipe(Effect.provide(BanStore.layerMemory(options)))
+
+  it.effect("has the same surface and the same expiry rules, on the TestClock", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      yield* withMemory(
+        (bans) =>
+          Effect.gen(function* () {
+            const ban = yield* bans.add({ target: ip("203.0.113.77/24"), reason: "range", source: "test", duration: "1 hour" })
+            expect(ban).toEqual({ target: ip("203.0.113.0/24"), reason: "range", created_at: T0_SECONDS, expires_at: T0_SECONDS + 3600, source: "test" })
+            yield* bans.add({ target: uuid("069A79F444E94726A5BEFCA90E38AAF5"), reason: "alt", source: "test" })
+            expect(bans.dataPlane.ipBan("::ffff:203.0.113.9", T0)?.reason).toBe("range")
+            expect(bans.dataPlane.playerBan(player("Notch", "069a79f4-44e9-4726-a5be-fca90e38aaf5"), T0)?.reason).toBe("alt")
+            expect(bans.dataPlane.playerBan(player("Notch"), T0)).toBeUndefined()
+
+            yield* TestClock.adjust("59 minutes")
+            yield* TestClock.adjust("59 seconds")
+            expect(Option.isSome(yield* ipBanNow(bans, "203.0.113.9"))).toBe(true)
+            yield* TestClock.adjust("1 second")
+            expect(Option.isNone(yield* ipBanNow(bans, "203.0.113.9"))).toBe(true)
+            expect((yield* bans.list).map((b) => b.reason)).toEqual(["alt"])
+
+            // The purge runs on the TestClock too, and records the expiry.
+            yield* TestClock.adjust("5 minutes")
+            yield* eventually(Effect.map(bans.audit, (audit) => audit.some((entry) => entry.action === "expire")), "the purge")
+            expect((yield* bans.audit).map((entry) => entry.action)).toEqual(["ban", "ban", "expire"])
+            expect(yield* bans.remove(uuid("069a79f444e94726a5befca90e38aaf5"), "test")).toBe(true)
+            expect((yield* Effect.flip(bans.add({ target: ip("1.2.3"), reason: "", source: "test" }))).reason).toMatch(/not an IP address/)
+          }),
+        { purgeInterval: Duration.minutes(5) }
+      )
+    })
+  )
+
+  it.effect("starts with the bans it is given, made as add makes them; an invalid one fails the layer", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      yield* withMemory(
+        (bans) =>
+          Effect.gen(function* () {
+            expect(bans.dataPlane.playerBan(player("STEVE"), T0)?.reason).toBe("griefing")
+            expect(bans.dataPlane.ipBan("203.0.113.7", T0)?.source).toBe("seed")
+            expect(yield* bans.audit).toHaveLength(2)
+          }),
+        {
+          bans: [
+            { target: username("Steve"), reason: "griefing", source: "seed" },
+            { target: ip("203.0.113.7"), reason: "spam", source: "seed" }
+          ]
+        }
+      )
+      const error = yield* Effect.flip(withMemory(() => Effect.void, { bans: [{ target: uuid("nope"), reason: "", source: "seed" }] }))
+      expect(error).toMatchObject({ _tag: "BanStoreError", reason: expect.stringMatching(/is not a UUID/) })
+    })
+  )
 })
 
 describe("crash safety", () => {
