@@ -61,10 +61,11 @@ if (args!.version) {
   process.stdout.write(`${PORTAL_VERSION}\n`)
   process.exit(0)
 }
-const logFormat = args!["log-format"] as LogFormat
-if (logFormat !== "pretty" && logFormat !== "json") fail(`--log-format must be pretty or json, got ${logFormat}`)
-const logLevel = args!["log-level"] as LogLevelName
-if (!LOG_LEVELS.includes(logLevel)) fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${logLevel}`)
+const LOG_FORMATS: ReadonlyArray<LogFormat> = ["pretty", "json"]
+const logFormat = LOG_FORMATS.find((format) => format === args!["log-format"]) ??
+  fail(`--log-format must be pretty or json, got ${args!["log-format"]}`)
+const logLevel: LogLevelName = LOG_LEVELS.find((level) => level === args!["log-level"]) ??
+  fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${args!["log-level"]}`)
 const configFile = args!.config!
 const logging = loggingLayer(logFormat, logLevel)
 

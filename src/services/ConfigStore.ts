@@ -87,8 +87,16 @@ export interface LoadedConfiguration {
   readonly secret: "missing" | "created" | "present" | "unused"
 }
 
-const encodeGlobal = Schema.encodeSync(GlobalConfig)
-const encodeServer = Schema.encodeSync(ServerConfig)
+/**
+ * The file form of a configuration, for telling whether two differ (`5s` and `5000ms` are the same). Encoding a
+ * decoded value does not fail; were it to, the value itself is compared rather than throwing inside an Effect.
+ */
+const comparable =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (value: A): A | I =>
+    Either.getOrElse(Schema.encodeEither(schema)(value), () => value)
+const encodeGlobal = comparable(GlobalConfig)
+const encodeServer = comparable(ServerConfig)
 
 /**
  * Reads `proxy.toml`, every server file and the cross-file rules; every problem of every file is reported together.

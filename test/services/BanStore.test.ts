@@ -234,6 +234,10 @@ describe("targets", () => {
           }
           const zero = yield* Effect.flip(bans.add({ target: username("Steve"), reason: "", source: "test", duration: 0 }))
           expect(zero.reason).toMatch(/longer than 0/)
+          // Typed as DurationInput, but a caller decoding JSON may still pass anything: a failure, not a defect.
+          const input: { duration: Duration.DurationInput } = JSON.parse(`{"duration":"soon"}`)
+          const malformed = yield* Effect.flip(bans.add({ target: username("Steve"), reason: "", source: "test", ...input }))
+          expect(malformed.reason).toBe(`"soon" is not a duration`)
           expect(yield* bans.list).toEqual([])
         })
       )

@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
@@ -176,7 +177,12 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
         const add = (input: AddBanInput): Effect.Effect<Ban, BanStoreError> =>
           Effect.gen(function* () {
             const target = yield* Either.mapLeft(normaliseTarget(input.target), (reason) => new BanStoreError({ reason }))
-            const duration = input.duration === undefined ? Duration.infinity : Duration.decode(input.duration)
+            // decodeUnknown, not decode: a caller's malformed duration is a typed failure, not a throw in here.
+            const decoded = input.duration === undefined ? Option.some(Duration.infinity) : Duration.decodeUnknown(input.duration)
+            if (Option.isNone(decoded)) {
+              return yield* new BanStoreError({ reason: `${JSON.stringify(input.duration)} is not a duration` })
+            }
+            const duration = decoded.value
             if (Duration.isFinite(duration) && Duration.toMillis(duration) <= 0) {
               return yield* new BanStoreError({ reason: `a ban must last longer than 0 seconds, got ${Duration.format(duration)}` })
             }

@@ -4,6 +4,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -29,6 +30,9 @@ export const displayPath = (absolute: string): string => {
   const relative = NodePath.relative(process.cwd(), absolute)
   return relative.length > 0 && !relative.startsWith("..") && !NodePath.isAbsolute(relative) ? relative : absolute
 }
+
+/** A favicon URL that gave no image; becomes a configuration problem naming the key. */
+class FaviconFetchError extends Data.TaggedError("FaviconFetchError")<{ readonly reason: string }> {}
 
 const resolveFrom = (baseDir: string, target: string): string => NodePath.resolve(baseDir, target)
 
@@ -65,19 +69,20 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
       case "Url": {
         const client = yield* HttpClient.HttpClient
         const fetched = yield* client.get(source.url).pipe(
+          Effect.mapError((error) => new FaviconFetchError({ reason: error.message })),
           Effect.flatMap((response) =>
             response.status >= 200 && response.status < 300
-              ? response.arrayBuffer
-              : Effect.fail(new Error(`HTTP ${response.status}`))
+              ? Effect.mapError(response.arrayBuffer, (error) => new FaviconFetchError({ reason: error.message }))
+              : Effect.fail(new FaviconFetchError({ reason: `HTTP ${response.status}` }))
           ),
           Effect.timeoutFail({
             duration: FAVICON_FETCH_TIMEOUT,
-            onTimeout: () => new Error(`no answer within ${Duration.format(FAVICON_FETCH_TIMEOUT)}`)
+            onTimeout: () => new FaviconFetchError({ reason: `no answer within ${Duration.format(FAVICON_FETCH_TIMEOUT)}` })
           }),
           Effect.scoped,
           Effect.either
         )
-        if (Either.isLeft(fetched)) return yield* problem(`cannot fetch favicon ${source.url}: ${fetched.left.message}`)
+        if (Either.isLeft(fetched)) return yield* problem(`cannot fetch favicon ${source.url}: ${fetched.left.reason}`)
         png = Buffer.from(fetched.right)
         break
       }
