@@ -156,6 +156,16 @@ describe("running", () => {
     const result = runPortal(["--config", dir.configFile])
     expect(result.status).toBe(1)
     expect(result.stderr).toMatch(/proxy\.toml: max_connections: expected a number, got "lots"/)
+    // Startup reports as --check does: every problem, and what could not be checked.
+    dir.write("proxy.toml", `servers_dir = 5\nmax_connections = "lots"`)
+    const hidden = runPortal(["--config", dir.configFile])
+    expect(hidden.status).toBe(1)
+    expect(hidden.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml: max_connections: expected a number, got "lots"$/),
+      expect.stringMatching(/proxy\.toml: servers_dir: expected a string, got 5$/),
+      expect.stringMatching(/^note: the server files were not checked: servers_dir has a problem in .*proxy\.toml$/),
+      "portal: the configuration has 2 problem(s); not starting"
+    ])
   })
 
   it("starts, logs what it loaded, and shuts down gracefully on SIGTERM and SIGINT", async () => {

@@ -57,10 +57,16 @@ const soundKeys = <F extends object>(fields: F, broken: ReadonlySet<PropertyKey 
   Object.keys(fields).filter((key): key is Extract<keyof F, string> => key in fields && !broken.has(key))
 
 const soundGlobalKeys = (raw: unknown, broken: ReadonlySet<PropertyKey | undefined>): Partial<GlobalConfig> =>
-  Either.getOrElse(Schema.decodeUnknownEither(GlobalConfig.pick(...soundKeys(GlobalConfig.fields, broken)), LENIENT)(raw), () => ({}))
+  Either.getOrElse(
+    Schema.decodeUnknownEither(GlobalConfig.pick(...soundKeys(GlobalConfig.fields, broken)), LENIENT)(raw),
+    () => ({})
+  )
 
 const soundServerKeys = (raw: unknown, broken: ReadonlySet<PropertyKey | undefined>): Partial<ServerConfig> =>
-  Either.getOrElse(Schema.decodeUnknownEither(ServerConfig.pick(...soundKeys(ServerConfig.fields, broken)), LENIENT)(raw), () => ({}))
+  Either.getOrElse(
+    Schema.decodeUnknownEither(ServerConfig.pick(...soundKeys(ServerConfig.fields, broken)), LENIENT)(raw),
+    () => ({})
+  )
 
 /**
  * Decodes `raw` strictly with every error; when that fails, decodes again only the top-level keys that no problem
@@ -101,7 +107,8 @@ const serversDirDespiteSyntaxError = (text: string, line: number | undefined): S
   const after = line === undefined ? text : lines.slice(line - 1).join("\n")
   const prefix = Either.getOrUndefined(parseTomlOrLine("", before))
   if (prefix !== undefined && "servers_dir" in prefix) {
-    const decoded = Schema.decodeUnknownEither(GlobalConfig.pick("servers_dir"))({ servers_dir: prefix["servers_dir"] })
+    const servers_dir = prefix["servers_dir"]
+    const decoded = Schema.decodeUnknownEither(GlobalConfig.pick("servers_dir"), STRICT)({ servers_dir })
     return Either.isRight(decoded)
       ? { _tag: "Known", value: decoded.right.servers_dir }
       : { _tag: "Unknown", why: "servers_dir is not a valid path" }
@@ -224,12 +231,16 @@ const decodeDomain = Schema.decodeUnknownEither(Domain)
 
 /** The domains of a file whose `domains` key has a problem: those that decode on their own. */
 const soundDomains = (raw: unknown): Array<string> =>
-  Array.isArray(raw) ? raw.flatMap((item) => Either.match(decodeDomain(item), { onLeft: () => [], onRight: (d) => [d] })) : []
+  Array.isArray(raw)
+    ? raw.flatMap((item) => Either.match(decodeDomain(item), { onLeft: () => [], onRight: (domain) => [domain] }))
+    : []
 
 /** Checks one server file; every problem is reported, and what still decodes is kept for the cross-file rules. */
 export const checkServerText = (file: string, fileName: string, text: string): ServerCheck => {
   const parsed = parseTomlText(file, text)
-  if (Either.isLeft(parsed)) return { problems: parsed.left, config: undefined, partial: undefined, definition: undefined, identity: undefined }
+  if (Either.isLeft(parsed)) {
+    return { problems: parsed.left, config: undefined, partial: undefined, definition: undefined, identity: undefined }
+  }
   const decoded = decodeFile(ServerConfig, soundServerKeys, file, parsed.right)
   if (decoded.config !== undefined) {
     const definition: ServerDefinition = { id: serverIdOf(fileName, decoded.config), file, config: decoded.config }
@@ -283,7 +294,7 @@ export const findServerConflicts = <S extends ServerIdentity>(
       problems.push({
         file: server.file,
         path: "domains",
-        message: `domain "${clash}" is already routed to ${other.id !== undefined ? `server "${other.id}"` : "the server"} (${other.file})`
+        message: `domain "${clash}" is already routed to ${other.id !== undefined ? `server "${other.id}"` : "another server"} (${other.file})`
       })
       rejected.add(server)
       continue

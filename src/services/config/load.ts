@@ -181,7 +181,9 @@ export const checkGlobalFile = (configFile: string) =>
           ? {
               _tag: "Found",
               dir: resolveFrom(baseDir, lookup.value),
-              note: `${file} ${lookup.why}; the server files were checked in the default servers_dir ${displayPath(resolveFrom(baseDir, lookup.value))}`
+              note:
+                `${file} ${lookup.why}; the server files were checked in the default servers_dir ` +
+                displayPath(resolveFrom(baseDir, lookup.value))
             }
           : { _tag: "NotChecked", note: `the server files were not checked: ${lookup.why} in ${file}` }
     const config = checked.config !== undefined && problems.length === 0 ? { ...checked.config, ...partial } : undefined

@@ -1,8 +1,9 @@
 /**
  * Keeping up with files edited while Portal runs: a watch on a directory (node:fs `watch`), events debounced, and a
  * poll at a slow interval as the safety net for watches that miss events (network file systems) or stop. A watch
- * that fails is armed again at the next poll; that it cannot run is logged once until it runs again. Every wait is
- * on Effect's Clock, so a TestClock drives the debounce and the poll; everything stops with the scope.
+ * that fails is armed again at the next poll; that it cannot run is logged once until it runs again. The debounce and
+ * the poll wait on Effect's Clock (a TestClock drives them), or on a clock the caller gives; everything stops with
+ * the scope.
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Clock from "effect/Clock"
@@ -17,7 +18,7 @@ export interface WatchOptions {
   readonly dir: string
   /** Only events about this entry of `dir` (an event without a name counts: some platforms leave it out). */
   readonly fileName?: string
-  /** What the log lines call the watched thing: `servers_dir servers`, `changes to bans.json`. */
+  /** What the log lines call the watched thing: `changes in servers`, `changes to bans.json`. */
   readonly subject: string
   /** Editors write in several steps: `onChange` runs once events have stopped for this long. */
   readonly debounce: Duration.DurationInput
@@ -72,7 +73,8 @@ export const watchFiles = (options: WatchOptions): Effect.Effect<void, never, Sc
         warned = false
         return Effect.void
       } catch (error) {
-        return warnOnce(`cannot watch ${dir} (${error instanceof Error ? error.message : String(error)}); ${subject} are picked up by polling`)
+        const reason = error instanceof Error ? error.message : String(error)
+        return warnOnce(`cannot watch ${dir} (${reason}); ${subject} are picked up by polling`)
       }
     })
     yield* Effect.addFinalizer(() =>
@@ -121,7 +123,10 @@ export const watchFiles = (options: WatchOptions): Effect.Effect<void, never, Sc
 /** Size, modification time and inode of a file (`missing` when absent): a cheap way for the poll to see a change. */
 export const statFingerprint = (fs: FileSystem.FileSystem, file: string): Effect.Effect<string> =>
   fs.stat(file).pipe(
-    Effect.map((info) => `${info.size}:${Option.getOrUndefined(Option.map(info.mtime, (date) => date.getTime()))}:${Option.getOrUndefined(info.ino)}`),
+    Effect.map((info) => {
+      const mtime = Option.getOrUndefined(Option.map(info.mtime, (date) => date.getTime()))
+      return `${info.size}:${mtime}:${Option.getOrUndefined(info.ino)}`
+    }),
     Effect.catchAll((error) =>
       Effect.succeed(error._tag === "SystemError" && error.reason === "NotFound" ? "missing" : `error ${error.message}`)
     )
