@@ -61,12 +61,11 @@ if (args!.version) {
   process.stdout.write(`${PORTAL_VERSION}\n`)
   process.exit(0)
 }
-const isLogFormat = (value: unknown): value is LogFormat => value === "pretty" || value === "json"
-const isLogLevel = (value: unknown): value is LogLevelName => LOG_LEVELS.some((level) => level === value)
-const formatArg = args!["log-format"]
-const logFormat: LogFormat = isLogFormat(formatArg) ? formatArg : fail(`--log-format must be pretty or json, got ${formatArg}`)
-const levelArg = args!["log-level"]
-const logLevel: LogLevelName = isLogLevel(levelArg) ? levelArg : fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${levelArg}`)
+const LOG_FORMATS: ReadonlyArray<LogFormat> = ["pretty", "json"]
+const logFormat = LOG_FORMATS.find((format) => format === args!["log-format"]) ??
+  fail(`--log-format must be pretty or json, got ${args!["log-format"]}`)
+const logLevel: LogLevelName = LOG_LEVELS.find((level) => level === args!["log-level"]) ??
+  fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${args!["log-level"]}`)
 const configFile = args!.config!
 const logging = loggingLayer(logFormat, logLevel)
 
@@ -81,6 +80,7 @@ if (args!.check) {
     Effect.catchTag("ConfigError", (error) =>
       Effect.sync(() => {
         for (const problem of error.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+        for (const note of error.notes ?? []) process.stderr.write(`note: ${note}\n`)
         process.stderr.write(`portal: the configuration has ${error.problems.length} problem(s); not starting\n`)
         return 1
       })

@@ -36,6 +36,95 @@ describe("--check", () => {
     ])
   })
 
+  it("prints every problem of every file in one pass: a broken proxy.toml, several broken server files, and clashes", () => {
+    const dir = makeConfigDir(
+      [`bind = "0.0.0.0:25565"`, `max_connections = "many"`, `conect_timeout = "5s"`, `[status_cache]`, `ttl = "5 parsecs"`].join("\n"),
+      {
+        "alpha.toml": [
+          `domains = ["play.example.com", "bad domain"]`,
+          `addresses = ["10.0.0.1"]`,
+          `proxy_mod = "zero_copy"`,
+          `max_players = "ten"`,
+          `[timeouts]`,
+          `read = "soon"`,
+          `[motd.online]`,
+          `txet = "hi"`
+        ].join("\n"),
+        "beta.toml": [
+          `name = "alpha"`,
+          `domains = ["beta.example.com"]`,
+          `addresses = ["10.0.0.2:99999"]`,
+          `balance = "round_robbin"`,
+          `slow_start = 10`
+        ].join("\n"),
+        "gamma.toml": [`domains = ["PLAY.example.com"]`, `addresses = ["10.0.0.3"]`, `send_proxy_protocl = true`].join("\n"),
+        "delta.toml": `domains = ["delta.example.com"\naddresses = []`
+      }
+    )
+    const result = runPortal(["--check", "--config", dir.configFile])
+    expect(result.status).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml: conect_timeout: unknown key \(did you mean "connect_timeout"\?\); allowed keys: /),
+      expect.stringMatching(/proxy\.toml: max_connections: expected a number, got "many"$/),
+      expect.stringMatching(/proxy\.toml: status_cache\.ttl: expected a duration such as "500ms", "5s", "1h30m" or "7d", got "5 parsecs"$/),
+      expect.stringMatching(/servers\/alpha\.toml: proxy_mod: unknown key \(did you mean "proxy_mode"\?\)/),
+      expect.stringMatching(/servers\/alpha\.toml: domains\[1\]: "bad domain" is not a domain/),
+      expect.stringMatching(/servers\/alpha\.toml: max_players: expected a number, got "ten"$/),
+      expect.stringMatching(/servers\/alpha\.toml: motd\.online\.txet: unknown key \(did you mean "text"\?\)/),
+      expect.stringMatching(/servers\/alpha\.toml: motd\.online\.text: is required$/),
+      expect.stringMatching(/servers\/alpha\.toml: timeouts\.read: expected a duration such as .*, got "soon"$/),
+      expect.stringMatching(/servers\/beta\.toml: addresses\[0\]: port 99999 is out of range 1\.\.65535$/),
+      expect.stringMatching(/servers\/beta\.toml: balance: expected one of .*, got "round_robbin" \(did you mean "round_robin"\?\)$/),
+      expect.stringMatching(/servers\/beta\.toml: slow_start: expected a duration such as "500ms", "5s", "1h30m" or "7d", got 10$/),
+      expect.stringMatching(/servers\/delta\.toml:2:\d+: TOML syntax error/),
+      expect.stringMatching(/servers\/gamma\.toml: send_proxy_protocl: unknown key \(did you mean "send_proxy_protocol"\?\)/),
+      // The rules across files see what decodes of the broken files.
+      expect.stringMatching(/servers\/beta\.toml: name: server id "alpha" is already used by .*servers\/alpha\.toml$/),
+      expect.stringMatching(/servers\/gamma\.toml: domains: domain "play\.example\.com" is already routed to server "alpha" \(.*servers\/alpha\.toml\)$/),
+      "16 problem(s) found"
+    ])
+  })
+
+  it("says when proxy.toml hides servers_dir, and otherwise checks the server files anyway", () => {
+    const dir = makeConfigDir(`servers_dir = 5`, { "a.toml": `addresses = ["10.0.0.1"]\nbogus = 1` })
+    const hidden = runPortal(["--check", "--config", dir.configFile])
+    expect(hidden.status).toBe(1)
+    expect(hidden.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml: servers_dir: expected a string, got 5$/),
+      expect.stringMatching(/^note: the server files were not checked: servers_dir has a problem in .*proxy\.toml$/),
+      "1 problem(s) found"
+    ])
+
+    // A syntax error after servers_dir: the lines before it still say where the server files are.
+    dir.write("proxy.toml", `servers_dir = "servers"\nmax_connections = = 3`)
+    const before = runPortal(["--check", "--config", dir.configFile])
+    expect(before.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml:2:\d+: TOML syntax error/),
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
+      "2 problem(s) found"
+    ])
+
+    // A syntax error in a file that does not set servers_dir: the default applies, and the output says so.
+    dir.write("proxy.toml", `max_connections = = 3`)
+    const fallback = runPortal(["--check", "--config", dir.configFile])
+    expect(fallback.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml:1:\d+: TOML syntax error/),
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
+      expect.stringMatching(/^note: .*proxy\.toml has a syntax error and does not set servers_dir; the server files were checked in the default servers_dir .*servers$/),
+      "2 problem(s) found"
+    ])
+
+    // servers_dir written after the syntax error cannot be read: the server files are not guessed at.
+    dir.write("proxy.toml", `max_connections = = 3\nservers_dir = "elsewhere"`)
+    const unknown = runPortal(["--check", "--config", dir.configFile])
+    expect(unknown.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml:1:\d+: TOML syntax error/),
+      expect.stringMatching(/^note: the server files were not checked: servers_dir cannot be read past the syntax error in .*proxy\.toml$/),
+      "1 problem(s) found"
+    ])
+  })
+
   it("reports a missing configuration file", () => {
     const result = runPortal(["--check", "--config", "/nonexistent/proxy.toml"])
     expect(result.status).toBe(1)
@@ -67,6 +156,16 @@ describe("running", () => {
     const result = runPortal(["--config", dir.configFile])
     expect(result.status).toBe(1)
     expect(result.stderr).toMatch(/proxy\.toml: max_connections: expected a number, got "lots"/)
+    // Startup reports as --check does: every problem, and what could not be checked.
+    dir.write("proxy.toml", `servers_dir = 5\nmax_connections = "lots"`)
+    const hidden = runPortal(["--config", dir.configFile])
+    expect(hidden.status).toBe(1)
+    expect(hidden.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/proxy\.toml: max_connections: expected a number, got "lots"$/),
+      expect.stringMatching(/proxy\.toml: servers_dir: expected a string, got 5$/),
+      expect.stringMatching(/^note: the server files were not checked: servers_dir has a problem in .*proxy\.toml$/),
+      "portal: the configuration has 2 problem(s); not starting"
+    ])
   })
 
   it("starts, logs what it loaded, and shuts down gracefully on SIGTERM and SIGINT", async () => {

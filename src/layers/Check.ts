@@ -1,4 +1,7 @@
-/** `--check`: load everything once, print each problem or a summary, and return the exit code. */
+/**
+ * `--check`: load everything once, print every problem of every file (and what could not be checked because of
+ * them) or a summary, and return the exit code.
+ */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
@@ -14,6 +17,7 @@ export const runCheck = (configFile: string) =>
     const loaded = yield* Effect.either(loadConfiguration(configFile, { createSecrets: false }))
     if (Either.isLeft(loaded)) {
       for (const problem of loaded.left.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+      for (const note of loaded.left.notes ?? []) process.stderr.write(`note: ${note}\n`)
       process.stderr.write(`${loaded.left.problems.length} problem(s) found\n`)
       return 1
     }

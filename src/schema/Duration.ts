@@ -39,14 +39,17 @@ export const formatDurationMillis = (millis: number): string => {
   return out
 }
 
-export const DurationString = Schema.transformOrFail(Schema.String, Schema.DurationFromSelf, {
+const expectedDuration = (actual: unknown) =>
+  `expected a duration such as "500ms", "5s", "1h30m" or "7d", got ${JSON.stringify(actual) ?? String(actual)}`
+
+// A bare number (`timeout = 5`) is the usual mistake: it gets the same words as a malformed text.
+const DurationText = Schema.String.annotations({ message: (issue) => ({ message: expectedDuration(issue.actual), override: true }) })
+
+export const DurationString = Schema.transformOrFail(DurationText, Schema.DurationFromSelf, {
   strict: true,
   decode: (text, _, ast) =>
     Option.match(parseDurationMillis(text), {
-      onNone: () =>
-        ParseResult.fail(
-          new ParseResult.Type(ast, text, `expected a duration such as "500ms", "5s", "1h30m" or "7d", got ${JSON.stringify(text)}`)
-        ),
+      onNone: () => ParseResult.fail(new ParseResult.Type(ast, text, expectedDuration(text))),
       onSome: (millis) => ParseResult.succeed(Duration.millis(millis))
     }),
   encode: (duration) => ParseResult.succeed(formatDurationMillis(Duration.toMillis(duration)))

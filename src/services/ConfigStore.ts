@@ -11,19 +11,19 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { randomBytes } from "node:crypto"
-import * as NodeFs from "node:fs"
-import { findServerConflicts, type ServerDefinition } from "../schema/decode.js"
+import { findServerConflicts, type ServerDefinition, type ServerIdentity } from "../schema/decode.js"
 import { GlobalConfig } from "../schema/GlobalConfig.js"
 import { isLoopbackHost } from "../schema/HostPort.js"
 import { ServerConfig } from "../schema/ServerConfig.js"
 import { type ConfigProblem, formatProblem } from "../schema/problems.js"
 import { ConfigError } from "./config/ConfigError.js"
 import {
+  checkGlobalFile,
+  checkServerText,
   displayPath,
   ensureForwardingSecret,
   listServerFiles,
@@ -31,8 +31,12 @@ import {
   needsForwardingSecret,
   resolveServerText
 } from "./config/load.js"
+import { watchFiles } from "./files/watch.js"
 
 export { ConfigError } from "./config/ConfigError.js"
+
+/** Editors save in several steps; a rescan waits for them to settle. */
+const WATCH_DEBOUNCE = Duration.millis(150)
 
 export interface ConfigSnapshot {
   readonly configFile: string
@@ -83,47 +87,67 @@ export interface LoadedConfiguration {
   readonly secret: "missing" | "created" | "present" | "unused"
 }
 
-const encodeGlobal = Schema.encodeSync(GlobalConfig)
-const encodeServer = Schema.encodeSync(ServerConfig)
+/**
+ * The file form of a configuration, for telling whether two differ (`5s` and `5000ms` are the same). Encoding a
+ * decoded value does not fail; were it to, the value itself is compared rather than throwing inside an Effect.
+ */
+const comparable =
+  <A, I>(schema: Schema.Schema<A, I>) =>
+  (value: A): A | I =>
+    Either.getOrElse(Schema.encodeEither(schema)(value), () => value)
+const encodeGlobal = comparable(GlobalConfig)
+const encodeServer = comparable(ServerConfig)
 
 /**
- * Reads `proxy.toml`, every server file and the cross-file rules; every problem found is reported together.
+ * Reads `proxy.toml`, every server file and the cross-file rules; every problem of every file is reported together.
+ * A file with problems still takes part in the rules across files with what decodes of it (its id and domains), and
+ * a broken `proxy.toml` still lets the server files be checked unless `servers_dir` itself is what is broken.
  * Used at startup and by `--check`.
  */
 export const loadConfiguration = (configFile: string, options: { readonly createSecrets: boolean }) =>
   Effect.gen(function* () {
-    const global = yield* loadGlobalFile(configFile)
+    const global = yield* checkGlobalFile(configFile)
     const fs = yield* FileSystem.FileSystem
-    const paths = yield* listServerFiles(global.servers_dir)
-    const problems: Array<ConfigProblem> = []
+    const problems: Array<ConfigProblem> = [...global.problems]
+    const notes: Array<string> = []
     const files = new Map<string, FileState>()
     const definitions: Array<ServerDefinition> = []
-    for (const path of paths) {
+    const identities: Array<ServerIdentity> = []
+    /** Every server's forwarding mode as far as it decodes (a broken one counts as the global mode). */
+    const forwardingModes: Array<{ readonly config: Partial<ServerConfig> }> = []
+    const servers = global.servers
+    if (servers.note !== undefined) notes.push(servers.note)
+    const listed = servers._tag === "Found" ? yield* Effect.either(listServerFiles(servers.dir)) : Either.right([])
+    if (Either.isLeft(listed)) problems.push(...listed.left.problems)
+    for (const path of Either.getOrElse(listed, () => [])) {
       const text = yield* fs.readFileString(path).pipe(Effect.orElseSucceed(() => undefined))
       if (text === undefined) {
         problems.push({ file: displayPath(path), path: "", message: "cannot read the file" })
         continue
       }
-      const decoded = yield* Effect.either(resolveServerText(path, text))
-      if (Either.isLeft(decoded)) {
-        problems.push(...decoded.left.problems)
-        files.set(path, { text, good: undefined })
-      } else {
-        definitions.push(decoded.right)
-        files.set(path, { text, good: decoded.right })
-      }
+      const checked = yield* checkServerText(path, text)
+      problems.push(...checked.problems)
+      if (checked.identity !== undefined) identities.push(checked.identity)
+      forwardingModes.push({ config: checked.partial })
+      files.set(path, { text, good: checked.definition })
+      if (checked.definition !== undefined) definitions.push(checked.definition)
     }
-    problems.push(...findServerConflicts(definitions).problems)
+    problems.push(...findServerConflicts(identities).problems)
     let secret: LoadedConfiguration["secret"] = "unused"
-    if (problems.length === 0 && needsForwardingSecret(global, definitions)) {
-      secret = yield* Effect.either(ensureForwardingSecret(global.forwarding.secret_file, options.createSecrets)).pipe(
+    const forwarding = global.partial.forwarding
+    if (forwarding !== undefined && needsForwardingSecret({ forwarding }, forwardingModes)) {
+      // A configuration that will not run creates nothing; an existing secret file is still checked.
+      const create = options.createSecrets && problems.length === 0
+      secret = yield* Effect.either(ensureForwardingSecret(forwarding.secret_file, create)).pipe(
         Effect.map(Either.getOrElse((error) => (problems.push(...error.problems), "unused" as const)))
       )
     }
-    if (problems.length > 0) return yield* Effect.fail(new ConfigError({ problems }))
+    if (problems.length > 0 || global.config === undefined) {
+      return yield* Effect.fail(new ConfigError({ problems, notes }))
+    }
     const snapshot: ConfigSnapshot = {
       configFile,
-      global,
+      global: global.config,
       servers: new Map(definitions.map((server) => [server.id, server])),
       revision: 1
     }
@@ -186,39 +210,6 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
       }))
     )
 }
-
-/**
- * Runs `onChange` (debounced) whenever something in `dir` changes. The watch is registered before this returns,
- * so no change made after startup can slip between loading and watching. Errors of the watch only log: the poll
- * keeps the configuration current.
- */
-const watchDirectory = (dir: string, onChange: Effect.Effect<void>) =>
-  Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<never>()
-    const runFork = Runtime.runFork(runtime)
-    let timer: NodeJS.Timeout | undefined
-    yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        try {
-          const watcher = NodeFs.watch(dir, { persistent: false }, () => {
-            clearTimeout(timer)
-            timer = setTimeout(() => runFork(onChange), 150)
-          })
-          watcher.on("error", (error) => {
-            runFork(Effect.logWarning(`watching ${displayPath(dir)} stopped (${error.message}); changes are picked up by polling`))
-          })
-          return watcher
-        } catch (error) {
-          runFork(Effect.logWarning(`cannot watch ${displayPath(dir)} (${String(error)}); changes are picked up by polling`))
-          return undefined
-        }
-      }),
-      (watcher) => Effect.sync(() => {
-        clearTimeout(timer)
-        watcher?.close()
-      })
-    )
-  })
 
 const makeConfigStore = (options: ConfigStoreOptions) =>
   Effect.gen(function* () {
@@ -343,11 +334,14 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
     ).pipe(Effect.zipRight(rescanServers))
 
     if (options.watch ?? true) {
-      yield* watchDirectory(initialGlobal.servers_dir, rescanServers)
-      yield* rescanServers.pipe(
-        Effect.repeat(Schedule.spaced(options.pollInterval ?? Duration.seconds(5))),
-        Effect.forkScoped
-      )
+      // Every poll rescans: reading a directory of small files is cheap, and the text comparison skips the rest.
+      yield* watchFiles({
+        dir: initialGlobal.servers_dir,
+        subject: `changes in ${displayPath(initialGlobal.servers_dir)}`,
+        debounce: WATCH_DEBOUNCE,
+        pollInterval: options.pollInterval ?? Duration.seconds(5),
+        onChange: rescanServers
+      })
       const runtime = yield* Effect.runtime<never>()
       const onHangup = () => {
         Runtime.runFork(runtime)(

@@ -1,7 +1,14 @@
 /** Every error row: strict keys, syntax, ranges, shapes and the rules that span keys or files. */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeGlobalText, decodeServerText, findServerConflicts, type ServerDefinition } from "../../src/schema/decode.js"
+import {
+  checkGlobalText,
+  checkServerText,
+  decodeGlobalText,
+  decodeServerText,
+  findServerConflicts,
+  type ServerDefinition
+} from "../../src/schema/decode.js"
 import { formatProblem } from "../../src/schema/problems.js"
 
 const globalProblems = (text: string): Array<string> =>
@@ -161,7 +168,9 @@ describe("values", () => {
     expect(globalProblems(`connect_timeout = "5 seconds"`)).toEqual([
       'proxy.toml: connect_timeout: expected a duration such as "500ms", "5s", "1h30m" or "7d", got "5 seconds"'
     ])
-    expect(globalProblems(`connect_timeout = 5`)).toEqual(["proxy.toml: connect_timeout: expected a string, got 5"])
+    expect(globalProblems(`connect_timeout = 5`)).toEqual([
+      'proxy.toml: connect_timeout: expected a duration such as "500ms", "5s", "1h30m" or "7d", got 5'
+    ])
     expect(globalProblems(`receive_proxy_protocol = "yes"`)).toEqual(['proxy.toml: receive_proxy_protocol: expected true or false, got "yes"'])
     expect(globalProblems(`rate_limit = 5`)).toEqual(["proxy.toml: rate_limit: expected a table, got 5"])
     expect(serverProblems(`addresses = "10.0.0.1"`)).toEqual(['servers/lobby.toml: addresses: expected an array, got "10.0.0.1"'])
@@ -214,5 +223,48 @@ describe("across files", () => {
     expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]`)).id).toBe("lobby")
     expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]\nid = "hub"`)).id).toBe("hub")
     expect(Either.getOrThrow(decodeServerText("f", "lobby.toml", `addresses = ["a"]\nid = "hub"\nname = "main"`)).id).toBe("main")
+  })
+})
+
+describe("every problem in one pass", () => {
+  it("the rules across keys of proxy.toml run beside the problems of other keys", () => {
+    expect(globalProblems(`max_connections = -1\n[web]\nbind = "0.0.0.0:8080"\nenable_api = false\nenable_webui = true`)).toEqual([
+      "proxy.toml: max_connections: expected an integer >= 0, got -1",
+      "proxy.toml: web.enable_webui: the web UI needs the API: enable_webui = true requires enable_api = true"
+    ])
+    // A broken [web] gives no rule of its own beyond its problem.
+    expect(globalProblems(`[web]\nbind = 5\napi_key = "short"`)).toEqual([expect.stringMatching(/^proxy\.toml: web\.bind: /)])
+  })
+
+  it("a broken proxy.toml still says where the server files are, unless servers_dir is what is broken", () => {
+    const lookup = (text: string) => checkGlobalText("proxy.toml", text).serversDir
+    expect(lookup(`servers_dir = "srv"\nmax_connections = -1`)).toEqual({ _tag: "Known", value: "srv" })
+    expect(lookup(`max_connections = -1`)).toEqual({ _tag: "Known", value: "./servers" })
+    expect(lookup(`servers_dir = ""`)).toEqual({ _tag: "Unknown", why: "servers_dir has a problem" })
+    // Syntax errors: the lines before the error are read; a servers_dir after it is not guessed at.
+    expect(lookup(`servers_dir = "srv"\n[rate_limit]\nwindow = = 1`)).toEqual({ _tag: "Known", value: "srv" })
+    expect(lookup(`servers_dir = ""\nbind = = 1`)).toEqual({ _tag: "Unknown", why: "servers_dir is not a valid path" })
+    expect(lookup(`bind = = 1\n[ban]\nfile = "b.json"`)).toMatchObject({ _tag: "Default", value: "./servers" })
+    expect(lookup(`bind = = 1\nservers_dir = "srv"`)).toMatchObject({ _tag: "Unknown" })
+    expect(checkGlobalText("proxy.toml", `bind = = 1`).partial).toBeUndefined()
+  })
+
+  it("a broken server file keeps its id and the domains that decode, for the rules across files", () => {
+    const broken = checkServerText("servers/a.toml", "a.toml", `name = "hub"\ndomains = ["play.example.com", "bad domain"]\nmax_players = "x"`)
+    expect(broken.problems.map(formatProblem)).toEqual([
+      'servers/a.toml: domains[1]: "bad domain" is not a domain (expected "play.example.com" or "*.example.com")',
+      "servers/a.toml: addresses: is required",
+      'servers/a.toml: max_players: expected a number, got "x"'
+    ])
+    expect(broken.definition).toBeUndefined()
+    expect(broken.identity).toEqual({ id: "hub", file: "servers/a.toml", config: { name: "hub", domains: ["play.example.com"] } })
+    // A broken name leaves the id unknown: it clashes with nothing, its domains still do.
+    const nameless = checkServerText("servers/b.toml", "b.toml", `name = "Not Valid"\ndomains = ["play.example.com"]\naddresses = ["a"]`)
+    expect(nameless.identity?.id).toBeUndefined()
+    const other = Either.getOrThrow(decodeServerText("servers/c.toml", "b.toml", `domains = ["other.example.com"]\naddresses = ["a"]`))
+    expect(findServerConflicts([broken.identity!, nameless.identity!, other]).problems.map(formatProblem)).toEqual([
+      'servers/b.toml: domains: domain "play.example.com" is already routed to server "hub" (servers/a.toml)'
+    ])
+    expect(checkServerText("servers/d.toml", "d.toml", `domains = [`).identity).toBeUndefined()
   })
 })

@@ -47,11 +47,13 @@ describe("loading", () => {
     const dir = makeConfigDir(`max_connections = -1`, {
       "a.toml": `addresses = ["a"]\nbogus = 1`
     })
-    // The global file is checked first; with it broken the server files cannot be located.
+    // A broken proxy.toml does not hide the server files: servers_dir itself decodes.
     const first = await load(dir.configFile)
     expect(Either.isLeft(first) && first.left.problems.map(formatProblem)).toEqual([
-      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/)
+      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/),
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/)
     ])
+    expect(Either.isLeft(first) && first.left.notes).toEqual([])
     dir.write("proxy.toml", "")
     dir.write("servers/b.toml", `addresses = ["b"]\ndomains = ["x.com"]`)
     dir.write("servers/c.toml", `addresses = ["c"]\ndomains = ["x.com"]`)
@@ -61,6 +63,28 @@ describe("loading", () => {
       expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
       expect.stringMatching(/servers\/c\.toml: domains: domain "x\.com" is already routed to server "b" \(.*servers\/b\.toml\)/)
     ])
+  })
+
+  it("checks what it can of broken files: favicons, the forwarding secret and the rules across files", async () => {
+    const dir = makeConfigDir(`max_connections = -1\n[forwarding]\nmode = "legacy_guard"\nsecret_file = "s.txt"`, {
+      "a.toml": `domains = ["play.example.com"]\naddresses = ["a"]\nbogus = 1\n[motd.online]\ntext = "a"\nfavicon = "missing.png"`,
+      "b.toml": `domains = ["play.example.com"]\naddresses = ["b"]`
+    })
+    dir.write("s.txt", "\n")
+    const result = await load(dir.configFile)
+    expect(Either.isLeft(result) && result.left.problems.map(formatProblem)).toEqual([
+      expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/),
+      expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
+      expect.stringMatching(/servers\/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png/),
+      expect.stringMatching(/servers\/b\.toml: domains: domain "play\.example\.com" is already routed to server "a"/),
+      expect.stringMatching(/s\.txt: the forwarding secret file is empty$/)
+    ])
+  })
+
+  it("creates no forwarding secret for a configuration that does not load", async () => {
+    const dir = makeConfigDir(`max_connections = -1\n[forwarding]\nmode = "legacy_guard"`)
+    expect(Either.isLeft(await load(dir.configFile))).toBe(true)
+    expect(() => statSync(path.join(dir.root, "forwarding.secret"))).toThrow()
   })
 
   it("a missing servers_dir is a clear error", async () => {

@@ -4,12 +4,18 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
-import { decodeGlobalText, decodeServerText, type ServerDefinition } from "../../schema/decode.js"
+import {
+  checkGlobalText,
+  checkServerText as checkServerFileText,
+  type ServerDefinition,
+  type ServerIdentity
+} from "../../schema/decode.js"
 import { checkFaviconPng, classifyFavicon, faviconDataUri } from "../../schema/favicon.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import type { MotdEntry, MotdTable } from "../../schema/common.js"
@@ -24,6 +30,9 @@ export const displayPath = (absolute: string): string => {
   const relative = NodePath.relative(process.cwd(), absolute)
   return relative.length > 0 && !relative.startsWith("..") && !NodePath.isAbsolute(relative) ? relative : absolute
 }
+
+/** A favicon URL that gave no image; becomes a configuration problem naming the key. */
+class FaviconFetchError extends Data.TaggedError("FaviconFetchError")<{ readonly reason: string }> {}
 
 const resolveFrom = (baseDir: string, target: string): string => NodePath.resolve(baseDir, target)
 
@@ -60,19 +69,20 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
       case "Url": {
         const client = yield* HttpClient.HttpClient
         const fetched = yield* client.get(source.url).pipe(
+          Effect.mapError((error) => new FaviconFetchError({ reason: error.message })),
           Effect.flatMap((response) =>
             response.status >= 200 && response.status < 300
-              ? response.arrayBuffer
-              : Effect.fail(new Error(`HTTP ${response.status}`))
+              ? Effect.mapError(response.arrayBuffer, (error) => new FaviconFetchError({ reason: error.message }))
+              : Effect.fail(new FaviconFetchError({ reason: `HTTP ${response.status}` }))
           ),
           Effect.timeoutFail({
             duration: FAVICON_FETCH_TIMEOUT,
-            onTimeout: () => new Error(`no answer within ${Duration.format(FAVICON_FETCH_TIMEOUT)}`)
+            onTimeout: () => new FaviconFetchError({ reason: `no answer within ${Duration.format(FAVICON_FETCH_TIMEOUT)}` })
           }),
           Effect.scoped,
           Effect.either
         )
-        if (Either.isLeft(fetched)) return yield* problem(`cannot fetch favicon ${source.url}: ${fetched.left.message}`)
+        if (Either.isLeft(fetched)) return yield* problem(`cannot fetch favicon ${source.url}: ${fetched.left.reason}`)
         png = Buffer.from(fetched.right)
         break
       }
@@ -101,33 +111,91 @@ const resolveMotdFavicons = (motd: MotdTable, baseDir: string, file: string, tab
     return out as MotdTable
   })
 
-/** Reads and checks `proxy.toml`; paths in it become absolute and favicons become data URIs. */
-export const loadGlobalFile = (configFile: string) =>
+/** Paths written in `proxy.toml` become absolute, against the file's directory; keys that are absent stay absent. */
+const resolveGlobalPaths = (config: Partial<GlobalConfig>, baseDir: string): Partial<GlobalConfig> => ({
+  ...config,
+  ...(config.servers_dir !== undefined ? { servers_dir: resolveFrom(baseDir, config.servers_dir) } : {}),
+  ...(config.plugins_dir !== undefined ? { plugins_dir: resolveFrom(baseDir, config.plugins_dir) } : {}),
+  ...(config.ban !== undefined ? { ban: { ...config.ban, file: resolveFrom(baseDir, config.ban.file) } } : {}),
+  ...(config.forwarding !== undefined
+    ? { forwarding: { ...config.forwarding, secret_file: resolveFrom(baseDir, config.forwarding.secret_file) } }
+    : {}),
+  ...(config.plugins !== undefined
+    ? {
+        plugins: Object.fromEntries(
+          Object.entries(config.plugins).map(([id, plugin]) => [
+            id,
+            plugin.path === undefined ? plugin : { ...plugin, path: resolveFrom(baseDir, plugin.path) }
+          ])
+        )
+      }
+    : {})
+})
+
+/** Where the server files were looked for, or why they were not. */
+export type ServersLocation =
+  | { readonly _tag: "Found"; readonly dir: string; readonly note?: string }
+  | { readonly _tag: "NotChecked"; readonly note: string }
+
+/** What checking `proxy.toml` found: every problem, and what is known despite them. */
+export interface GlobalFileCheck {
+  readonly file: string
+  readonly problems: ReadonlyArray<ConfigProblem>
+  /** The whole configuration with absolute paths and favicons as data URIs; undefined when there is a problem. */
+  readonly config: GlobalConfig | undefined
+  /** The keys that decoded, with absolute paths: enough for the rules that need only those keys. */
+  readonly partial: Partial<GlobalConfig>
+  readonly servers: ServersLocation
+}
+
+/** Reads and checks `proxy.toml`, reporting every problem; paths become absolute and favicons data URIs. */
+export const checkGlobalFile = (configFile: string) =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(configFile)
     const file = displayPath(absolute)
-    const text = yield* readText(absolute)
-    const decoded = decodeGlobalText(file, text)
-    if (Either.isLeft(decoded)) return yield* fail(decoded.left)
-    const config = decoded.right
     const baseDir = NodePath.dirname(absolute)
-    const plugins = Object.fromEntries(
-      Object.entries(config.plugins).map(([id, plugin]) => [
-        id,
-        plugin.path === undefined ? plugin : { ...plugin, path: resolveFrom(baseDir, plugin.path) }
-      ])
-    )
-    const resolved: GlobalConfig = {
-      ...config,
-      servers_dir: resolveFrom(baseDir, config.servers_dir),
-      plugins_dir: resolveFrom(baseDir, config.plugins_dir),
-      ban: { ...config.ban, file: resolveFrom(baseDir, config.ban.file) },
-      forwarding: { ...config.forwarding, secret_file: resolveFrom(baseDir, config.forwarding.secret_file) },
-      plugins,
-      default_motd: yield* resolveMotdFavicons(config.default_motd, baseDir, file, "default_motd")
+    const text = yield* Effect.either(readText(absolute))
+    if (Either.isLeft(text)) {
+      const unread: GlobalFileCheck = {
+        file,
+        problems: text.left.problems,
+        config: undefined,
+        partial: {},
+        servers: { _tag: "NotChecked", note: `the server files were not checked: ${file} cannot be read` }
+      }
+      return unread
     }
-    return resolved
+    const checked = checkGlobalText(file, text.right)
+    const problems = [...checked.problems]
+    let partial = resolveGlobalPaths(checked.partial ?? {}, baseDir)
+    if (partial.default_motd !== undefined) {
+      const motd = yield* Effect.either(resolveMotdFavicons(partial.default_motd, baseDir, file, "default_motd"))
+      if (Either.isLeft(motd)) problems.push(...motd.left.problems)
+      else partial = { ...partial, default_motd: motd.right }
+    }
+    const lookup = checked.serversDir
+    const servers: ServersLocation =
+      lookup._tag === "Known"
+        ? { _tag: "Found", dir: resolveFrom(baseDir, lookup.value) }
+        : lookup._tag === "Default"
+          ? {
+              _tag: "Found",
+              dir: resolveFrom(baseDir, lookup.value),
+              note:
+                `${file} ${lookup.why}; the server files were checked in the default servers_dir ` +
+                displayPath(resolveFrom(baseDir, lookup.value))
+            }
+          : { _tag: "NotChecked", note: `the server files were not checked: ${lookup.why} in ${file}` }
+    const config = checked.config !== undefined && problems.length === 0 ? { ...checked.config, ...partial } : undefined
+    const result: GlobalFileCheck = { file, problems, config, partial, servers }
+    return result
   })
+
+/** Reads and checks `proxy.toml`; paths in it become absolute and favicons become data URIs. */
+export const loadGlobalFile = (configFile: string) =>
+  Effect.flatMap(checkGlobalFile(configFile), (checked) =>
+    checked.config !== undefined ? Effect.succeed(checked.config) : fail(checked.problems)
+  )
 
 /** Reads and checks one server file. */
 export const loadServerFile = (absolute: string) =>
@@ -136,23 +204,51 @@ export const loadServerFile = (absolute: string) =>
     return yield* resolveServerText(absolute, text)
   })
 
-/** Checks the text of one server file (already read) and resolves its paths and favicons. */
-export const resolveServerText = (absolute: string, text: string) =>
+/** What checking a server file found: every problem, the server when there is none, and what is known despite them. */
+export interface ServerFileCheck {
+  readonly problems: ReadonlyArray<ConfigProblem>
+  /** The server with absolute paths and favicons as data URIs; undefined when the file has a problem. */
+  readonly definition: ServerDefinition | undefined
+  /** Id and domains as far as they decode, for the rules across files. */
+  readonly identity: ServerIdentity | undefined
+  /** The keys that decoded. */
+  readonly partial: Partial<ServerConfig>
+}
+
+/** Checks the text of one server file (already read), reporting every problem, and resolves its paths and favicons. */
+export const checkServerText = (absolute: string, text: string) =>
   Effect.gen(function* () {
     const file = displayPath(absolute)
-    const decoded = decodeServerText(file, NodePath.basename(absolute), text)
-    if (Either.isLeft(decoded)) return yield* fail(decoded.left)
+    const checked = checkServerFileText(file, NodePath.basename(absolute), text)
+    const problems = [...checked.problems]
     const baseDir = NodePath.dirname(absolute)
-    const config = decoded.right.config
-    const manager = config.server_manager
-    const resolved: ServerConfig = {
-      ...config,
-      motd: yield* resolveMotdFavicons(config.motd, baseDir, file, "motd"),
+    const motd =
+      checked.partial?.motd === undefined
+        ? undefined
+        : yield* Effect.either(resolveMotdFavicons(checked.partial.motd, baseDir, file, "motd"))
+    if (motd !== undefined && Either.isLeft(motd)) problems.push(...motd.left.problems)
+    const partial = checked.partial ?? {}
+    const definition = checked.definition
+    if (definition === undefined || problems.length > 0 || motd === undefined || Either.isLeft(motd)) {
+      const broken: ServerFileCheck = { problems, definition: undefined, identity: checked.identity, partial }
+      return broken
+    }
+    const manager = definition.config.server_manager
+    const config: ServerConfig = {
+      ...definition.config,
+      motd: motd.right,
       ...(manager?.type === "local" ? { server_manager: { ...manager, working_dir: resolveFrom(baseDir, manager.working_dir) } } : {})
     }
-    const definition: ServerDefinition = { ...decoded.right, config: resolved }
-    return definition
+    const resolved: ServerDefinition = { ...definition, config }
+    const sound: ServerFileCheck = { problems, definition: resolved, identity: resolved, partial: config }
+    return sound
   })
+
+/** Checks the text of one server file (already read) and resolves its paths and favicons. */
+export const resolveServerText = (absolute: string, text: string) =>
+  Effect.flatMap(checkServerText(absolute, text), (checked) =>
+    checked.definition !== undefined ? Effect.succeed(checked.definition) : fail(checked.problems)
+  )
 
 /** The `*.toml` files of `servers_dir`, sorted by name so that conflicts are reported the same way every time. */
 export const listServerFiles = (serversDir: string) =>
@@ -182,7 +278,10 @@ export const listServerFiles = (serversDir: string) =>
   })
 
 /** Whether any server (or the global default) forwards with a scheme that needs the shared secret. */
-export const needsForwardingSecret = (global: GlobalConfig, servers: Iterable<ServerDefinition>): boolean => {
+export const needsForwardingSecret = (
+  global: Pick<GlobalConfig, "forwarding">,
+  servers: Iterable<{ readonly config: Pick<Partial<ServerConfig>, "forwarding_mode"> }>
+): boolean => {
   const secretModes = new Set(["modern", "legacy_guard"])
   if (secretModes.has(global.forwarding.mode)) return true
   for (const server of servers) {

@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
 import { banMessage } from "../bans/message.js"
-import type { BanStoreDataPlane } from "../BanStore.js"
+import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
@@ -22,7 +22,7 @@ import type { Admitted, LoginRoute } from "./phases.js"
 const KICK_FLUSH_MS = 2_000
 
 export interface AdmissionServices {
-  readonly bans: BanStoreDataPlane
+  readonly bans: BanDataPlane
   readonly registry: PlayerRegistryDataPlane
   readonly manager: ServerManager
   readonly clock: Clock.Clock

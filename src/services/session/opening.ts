@@ -17,7 +17,7 @@ import { decodeWith } from "../../protocol/ProtocolError.js"
 import { readProxyHeader } from "../../protocol/proxyProtocol.js"
 import { readVarInt } from "../../protocol/varint.js"
 import { banMessage } from "../bans/message.js"
-import type { BanStoreDataPlane } from "../BanStore.js"
+import type { BanDataPlane } from "../BanStore.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
@@ -70,7 +70,7 @@ const parseOpening = (buffer: Buffer): Parse<Opening> => {
 export interface OpeningServices {
   readonly rateLimiter: RateLimiterDataPlane
   readonly ipFilter: IpFilterDataPlane
-  readonly bans: BanStoreDataPlane
+  readonly bans: BanDataPlane
   readonly clock: Clock.Clock
 }
 
