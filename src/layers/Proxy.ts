@@ -5,7 +5,7 @@
 import * as Layer from "effect/Layer"
 import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
-import { BanStore } from "../services/BanStore.js"
+import { BanStore, type BanStoreError } from "../services/BanStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { HealthMonitor } from "../services/HealthMonitor.js"
 import { IpFilter } from "../services/IpFilter.js"
@@ -18,23 +18,33 @@ import { ServerManager, type ServerManagerOptions } from "../services/ServerMana
 import { Session } from "../services/Session.js"
 import { StatusService } from "../services/StatusService.js"
 
-const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
+/** What a proxy layer can be built with besides its defaults (development mode, tests). */
+export interface ProxyOptions {
+  readonly serverManager?: ServerManagerOptions
+  /** The ban store in place of the file-backed one (tests: `BanStore.layerMemory()`). */
+  readonly bans?: Layer.Layer<BanStore, BanStoreError>
+  /** The backend dialer in place of TCP (tests: `Backend.layerTest(connector)`). */
+  readonly backend?: Layer.Layer<Backend, never, Balancer>
+}
 
-/** Every service of the proxy plus the listener; accepting starts when this layer is built. */
-export const makeProxyLayer = (options: { readonly serverManager?: ServerManagerOptions } = {}) => {
+/** Every service of the connection path, up to Session; nothing listens yet. */
+export const makeSessionLayer = (options: ProxyOptions = {}) => {
+  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
   const Edges = Layer.mergeAll(
-    Backend.Default,
+    options.backend ?? Backend.Default,
     Forwarding.Default,
     Router.Default,
     RateLimiter.Default,
     IpFilter.Default,
-    BanStore.Default,
+    options.bans ?? BanStore.Default,
     HealthMonitor.Default,
     ServerManager.Default(options.serverManager)
   ).pipe(Layer.provideMerge(State))
   const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
-  const Sessions = Session.Default.pipe(Layer.provideMerge(Answers))
-  return Listener.Default.pipe(Layer.provideMerge(Sessions))
+  return Session.Default.pipe(Layer.provideMerge(Answers))
 }
+
+/** Every service of the proxy plus the listener; accepting starts when this layer is built. */
+export const makeProxyLayer = (options: ProxyOptions = {}) => Listener.Default.pipe(Layer.provideMerge(makeSessionLayer(options)))
 
 export const ProxyLayer = makeProxyLayer()
