@@ -4,6 +4,7 @@
  */
 import * as Layer from "effect/Layer"
 import { Backend } from "../services/Backend.js"
+import { BanEnforcer } from "../services/BanEnforcer.js"
 import { Balancer } from "../services/Balancer.js"
 import { BanStore, type BanStoreError } from "../services/BanStore.js"
 import { Forwarding } from "../services/Forwarding.js"
@@ -40,7 +41,7 @@ export const makeSessionLayer = (options: ProxyOptions = {}) => {
     HealthMonitor.Default,
     ServerManager.Default(options.serverManager)
   ).pipe(Layer.provideMerge(State))
-  const Answers = StatusService.Default.pipe(Layer.provideMerge(Edges))
+  const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
   return Session.Default.pipe(Layer.provideMerge(Answers))
 }
 

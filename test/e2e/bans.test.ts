@@ -1,7 +1,11 @@
 /** Bans on a running proxy: by address (from a PROXY header), by name and by UUID, with the reason shown. */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { readFileSync, writeFileSync } from "node:fs"
+import * as path from "node:path"
 import { BanStore } from "../../src/services/BanStore.js"
+import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
+import { waitFor } from "../helpers/wait.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
@@ -50,5 +54,29 @@ describe("bans", () => {
     expect(await join(portal.port, "mc.example.com", { username: "Griefer", preamble: from("198.51.100.5") })).toEqual({ _tag: "Kicked", reason: "kick: main" })
     const stillBanned = await portal.run(Effect.map(BanStore, (store) => store.dataPlane.ipBan("203.0.113.200", Date.now())))
     expect(stillBanned).toBeDefined()
+  })
+
+  it("a ban that comes into force removes the online players it matches, whether added through the store or in the file", async () => {
+    const backend = await startBackend("main", { hold: true })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nreceive_proxy_protocol = true`, {
+      "main.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    const players = async () => (await portal.run(Effect.flatMap(PlayerRegistry, (registry) => registry.list))).map((p) => p.name).sort()
+    for (const [name, ip] of [["Alex", "198.51.100.10"], ["Steve", "198.51.100.11"], ["Notch", "203.0.113.12"]] as const) {
+      expect((await join(portal.port, "mc.example.com", { username: name, preamble: from(ip) }))._tag).toBe("Joined")
+    }
+    expect(await players()).toEqual(["Alex", "Notch", "Steve"])
+    // Through the store (what the admin API does): by name.
+    await portal.run(Effect.flatMap(BanStore, (store) => store.add({ target: { type: "username", value: "alex" }, reason: "Spam", source: "test" })))
+    await waitFor(async () => (await players()).join() === "Notch,Steve", { what: "Alex to be removed" })
+    await portal.waitForLog(/removed Alex from main: banned \(Spam\)/)
+    // By hand in the file: an address range.
+    const now = Math.floor(Date.now() / 1000)
+    const file = JSON.parse(readFileSync(path.join(dir.root, "bans.json"), "utf8"))
+    file.bans.push({ target: { type: "ip", value: "203.0.113.0/24" }, reason: "Botnet", created_at: now, expires_at: null, source: "console" })
+    writeFileSync(path.join(dir.root, "bans.json"), JSON.stringify(file))
+    await waitFor(async () => (await players()).join() === "Steve", { what: "Notch to be removed", timeoutMs: 8000 })
+    await waitFor(() => backend.players.size === 1, { what: "the backend to see them leave" })
   })
 })

@@ -50,7 +50,7 @@ const memoryBackend = Backend.layerTest((address) => {
 
 const layer = makeSessionLayer({
   bans: BanStore.layerMemory({
-    bans: [{ target: { type: "username", value: "griefer" }, reason: "griefing", created_at: 0, expires_at: null, source: "test" }]
+    bans: [{ target: { type: "username", value: "griefer" }, reason: "griefing", source: "test" }]
   }),
   backend: memoryBackend
 }).pipe(
@@ -59,7 +59,7 @@ const layer = makeSessionLayer({
   Layer.provide(Logger.minimumLogLevel(LogLevel.None))
 )
 
-const runtimes: Array<ManagedRuntime.ManagedRuntime<unknown, unknown>> = []
+const runtimes: Array<{ readonly dispose: () => Promise<void> }> = []
 afterEach(async () => {
   dialed.splice(0)
   for (const runtime of runtimes.splice(0)) await runtime.dispose()
