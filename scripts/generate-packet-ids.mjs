@@ -152,7 +152,7 @@ const coveredVersions = () => {
   const { supportedVersions } = require("minecraft-protocol")
   const protocolOf = (name) => {
     const data = mcData(name)
-    if (data === null || data.protocol === undefined) throw new Error(`minecraft-data has no protocol for ${name}`)
+    if (data === null) throw new Error(`minecraft-data does not know ${name}`)
     return data.version.version
   }
   const primary = new Map()
@@ -180,8 +180,14 @@ const coveredVersions = () => {
       protocol,
       dataVersion,
       names: releaseNames.get(protocol) ?? [dataVersion],
-      table: tableOf(dataVersion, mcData(dataVersion).protocol)
+      table: tableOf(dataVersion, protocolDefinition(mcData, dataVersion))
     }))
+}
+
+const protocolDefinition = (mcData, name) => {
+  const protocol = mcData(name).protocol
+  if (protocol === undefined) throw new Error(`minecraft-data has no protocol definition for ${name}`)
+  return protocol
 }
 
 const hex = (id) => `0x${id.toString(16).padStart(2, "0")}`

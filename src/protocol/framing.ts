@@ -53,12 +53,22 @@ export interface ChunkTransform {
  * Splits one direction of a connection into frames: `push` chunks as they arrive, then call `next` until it says
  * `Incomplete`. Pull one frame at a time: Set Compression changes how the very next frame is read, so the caller
  * calls `setCompression` after reading it and before the next `next`. After an `Invalid` every `next` repeats it.
+ *
+ * Memory stays bounded by the frame being read: once its length is known and it spans chunks, a buffer of its size
+ * is made and later chunks are copied into it as they come (one copy), so a peer trickling a large frame a byte at
+ * a time costs no more than the frame itself.
  */
 export class FrameDecoder {
+  /** Received chunks not yet read, from `chunks[head]` at `offset`. */
   private chunks: Array<Buffer> = []
-  /** Read position in chunks[0]. */
+  private head = 0
   private offset = 0
-  private buffered = 0
+  /** Bytes in `chunks` not yet read. */
+  private queued = 0
+  /** A frame that spans chunks, being filled as they arrive. */
+  private assembly: Buffer | undefined
+  private assemblyFilled = 0
+  private assemblyPrefix = 0
   private threshold = -1
   private failure: Invalid | undefined
   private decrypt: ChunkTransform | undefined
@@ -72,7 +82,7 @@ export class FrameDecoder {
 
   /** Bytes received and not yet handed out as frames (for backpressure). */
   get bufferedBytes(): number {
-    return this.buffered
+    return this.queued + this.assemblyFilled
   }
 
   /** From the next frame on, frames carry the compressed format; a negative threshold turns it off again. */
@@ -82,46 +92,59 @@ export class FrameDecoder {
 
   /** From the next byte on, the stream is encrypted: what is buffered and every later chunk is decrypted first. */
   setDecryption(decrypt: ChunkTransform): void {
+    const buffered = this.bufferedBytes > 0 ? this.takeBuffered() : undefined
     this.decrypt = decrypt
-    if (this.buffered === 0) return
-    const rest = this.takeBuffered()
-    this.push(rest)
+    if (buffered !== undefined) this.push(buffered)
   }
 
   push(chunk: Buffer): void {
     if (chunk.length === 0) return
-    const plain = this.decrypt === undefined ? chunk : this.decrypt.update(chunk)
+    let plain = this.decrypt === undefined ? chunk : this.decrypt.update(chunk)
+    if (this.assembly !== undefined && this.assemblyFilled < this.assembly.length) {
+      const take = Math.min(plain.length, this.assembly.length - this.assemblyFilled)
+      plain.copy(this.assembly, this.assemblyFilled, 0, take)
+      this.assemblyFilled += take
+      if (take === plain.length) return
+      plain = plain.subarray(take)
+    }
     this.chunks.push(plain)
-    this.buffered += plain.length
+    this.queued += plain.length
   }
 
   /** Hands over everything buffered and not yet read as frames (for a switch to a raw relay); the decoder is emptied. */
   takeBuffered(): Buffer {
-    const first = this.chunks[0]
-    const rest =
-      this.chunks.length === 1 && first !== undefined
-        ? first.subarray(this.offset)
-        : Buffer.concat(this.chunks.map((chunk, i) => (i === 0 ? chunk.subarray(this.offset) : chunk)))
+    const parts: Array<Buffer> = []
+    if (this.assembly !== undefined) parts.push(this.assembly.subarray(0, this.assemblyFilled))
+    for (let i = this.head; i < this.chunks.length; i++) parts.push(i === this.head ? this.chunks[i]!.subarray(this.offset) : this.chunks[i]!)
     this.chunks = []
+    this.head = 0
     this.offset = 0
-    this.buffered = 0
-    return rest
+    this.queued = 0
+    this.assembly = undefined
+    this.assemblyFilled = 0
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
   }
 
   next(): FrameRead {
     if (this.failure !== undefined) return this.failure
-    if (this.buffered === 0) return INCOMPLETE
+    if (this.assembly !== undefined) {
+      if (this.assemblyFilled < this.assembly.length) return INCOMPLETE
+      const buffer = this.assembly
+      this.assembly = undefined
+      this.assemblyFilled = 0
+      return this.parsed(buffer, 0, buffer.length, this.assemblyPrefix)
+    }
+    if (this.queued === 0) return INCOMPLETE
     // The length prefix, which may itself be split between chunks.
     let length = 0
     let prefixSize = 0
-    let chunkIndex = 0
+    let index = this.head
     let position = this.offset
     for (;;) {
-      if (prefixSize === this.buffered) return INCOMPLETE
-      let chunk = this.chunks[chunkIndex]!
+      if (prefixSize === this.queued) return INCOMPLETE
+      let chunk = this.chunks[index]!
       while (position >= chunk.length) {
-        chunkIndex++
-        chunk = this.chunks[chunkIndex]!
+        chunk = this.chunks[++index]!
         position = 0
       }
       const byte = chunk[position++]!
@@ -133,37 +156,49 @@ export class FrameDecoder {
     if (length === 0) return this.fail("empty frame")
     if (length > this.maxPacketLength) return this.fail(`frame of ${length} bytes exceeds ${this.maxPacketLength}`)
     const total = prefixSize + length
-    if (this.buffered < total) return INCOMPLETE
 
-    const head = this.chunks[0]!
-    let buffer: Buffer
-    let start: number
-    if (head.length - this.offset >= total) {
-      buffer = head
-      start = this.offset
+    const first = this.chunks[this.head]!
+    if (first.length - this.offset >= total) {
+      // The common case: the whole frame inside one chunk, handed out as a view.
+      const start = this.offset
       this.offset += total
-      if (this.offset === head.length) {
-        this.chunks.shift()
-        this.offset = 0
-      }
-    } else {
-      buffer = Buffer.allocUnsafe(total)
-      start = 0
-      let filled = 0
-      while (filled < total) {
-        const chunk = this.chunks[0]!
-        const take = Math.min(chunk.length - this.offset, total - filled)
-        chunk.copy(buffer, filled, this.offset, this.offset + take)
-        filled += take
-        this.offset += take
-        if (this.offset === chunk.length) {
-          this.chunks.shift()
-          this.offset = 0
-        }
-      }
+      this.queued -= total
+      if (this.offset === first.length) this.dropHead()
+      return this.parsed(first, start, start + total, prefixSize)
     }
-    this.buffered -= total
-    const frame = parseFrame(buffer, start, start + total, start + prefixSize, this.threshold)
+    // Spans chunks: copy what has arrived into a buffer of its own; `push` fills the rest.
+    const buffer = Buffer.allocUnsafe(total)
+    let filled = 0
+    while (filled < total && this.queued > 0) {
+      const chunk = this.chunks[this.head]!
+      const take = Math.min(chunk.length - this.offset, total - filled)
+      chunk.copy(buffer, filled, this.offset, this.offset + take)
+      filled += take
+      this.offset += take
+      this.queued -= take
+      if (this.offset === chunk.length) this.dropHead()
+    }
+    if (filled === total) return this.parsed(buffer, 0, total, prefixSize)
+    this.assembly = buffer
+    this.assemblyFilled = filled
+    this.assemblyPrefix = prefixSize
+    return INCOMPLETE
+  }
+
+  private dropHead(): void {
+    this.head++
+    this.offset = 0
+    if (this.head === this.chunks.length) {
+      this.chunks.length = 0
+      this.head = 0
+    } else if (this.head >= 64) {
+      this.chunks = this.chunks.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  private parsed(buffer: Buffer, start: number, end: number, prefixSize: number): FrameRead {
+    const frame = parseFrame(buffer, start, end, start + prefixSize, this.threshold)
     if (frame._tag === "Invalid") this.failure = frame
     return frame
   }

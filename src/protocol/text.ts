@@ -6,6 +6,7 @@ import { decodeNetworkNbt, encodeNetworkNbt, type NbtInput } from "./nbt.js"
 import { PacketReader } from "./PacketReader.js"
 import { PacketWriter } from "./PacketWriter.js"
 import { ProtocolError } from "./ProtocolError.js"
+import { PV_1_20_3 } from "./versions.js"
 
 export type TextComponent = string | { readonly text: string; readonly [key: string]: unknown }
 
@@ -47,7 +48,7 @@ export const legacyText = (component: unknown): string => {
 }
 
 /** First protocol whose configuration and play packets carry text as NBT (1.20.3). */
-export const NBT_TEXT_PROTOCOL = 765
+export const NBT_TEXT_PROTOCOL = PV_1_20_3
 /** Longest JSON text a client accepts in a packet (vanilla's limit for chat components). */
 export const MAX_TEXT_JSON_CHARS = 262_144
 
