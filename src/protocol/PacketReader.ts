@@ -111,6 +111,11 @@ export class PacketReader {
     return this.bytes(length, what)
   }
 
+  /** An optional field: a boolean, then the value when it is true. */
+  optional<A>(read: (reader: this) => A, what = "presence flag"): A | undefined {
+    return this.bool(what) ? read(this) : undefined
+  }
+
   /** Everything left (a view). */
   rest(): Buffer {
     return this.bytes(this.remaining)

@@ -87,6 +87,14 @@ export class PacketWriter {
     return this
   }
 
+  /** An optional field: `true` and the value, or `false`. */
+  optional<A>(value: A | undefined, write: (writer: this, value: A) => void): this {
+    if (value === undefined) return this.bool(false)
+    this.bool(true)
+    write(this, value)
+    return this
+  }
+
   /** The fields alone: a packet body, framed later with the id of the connection's version (see framing.ts). */
   body(): Buffer {
     return Buffer.concat(this.parts)

@@ -74,6 +74,15 @@ describe("strings, booleans and optional fields", () => {
     expect(decoding("s", () => new PacketReader(hex("0561")).string(10))._tag).toBe("Invalid")
     expect(decoding("s", () => new PacketReader(hex("ff01")).string(10))._tag).toBe("Invalid")
   })
+
+  it("writes and reads optional fields as a boolean and the value", () => {
+    const body = new PacketWriter().optional("x", (w, v) => w.string(v)).optional<string>(undefined, (w, v) => w.string(v)).body()
+    expect(body).toEqual(hex("01 0178 00"))
+    const reader = new PacketReader(body)
+    expect(reader.optional((r) => r.string(1))).toBe("x")
+    expect(reader.optional((r) => r.string(1))).toBeUndefined()
+    expect(decoding("o", () => new PacketReader(hex("01")).optional((r) => r.i64()))._tag).toBe("Invalid")
+  })
 })
 
 describe("modified UTF-8 (Java's writeUTF)", () => {
