@@ -26,7 +26,7 @@ import type { PlayerPublicKey } from "./login.js"
 import { PacketWriter } from "./PacketWriter.js"
 import { type Invalid, invalid } from "./result.js"
 import { uuidToBytes } from "./uuid.js"
-import { PV_1_19, PV_1_19_1, PV_1_19_3 } from "./versions.js"
+import { PV_1_13, PV_1_19, PV_1_19_1, PV_1_19_3 } from "./versions.js"
 
 export const MODERN_FORWARDING_CHANNEL = "velocity:player_info"
 export const MODERN_DEFAULT = 1
@@ -35,7 +35,7 @@ export const MODERN_WITH_KEY_V2 = 3
 export const MODERN_LAZY_SESSION = 4
 export const MODERN_MAX_VERSION = MODERN_LAZY_SESSION
 /** Modern forwarding rides on Login Plugin Request, which 1.13 introduced: older clients cannot use it. */
-export const MODERN_FORWARDING_MIN_PROTOCOL = 393
+export const MODERN_FORWARDING_MIN_PROTOCOL = PV_1_13
 
 /** The version the backend asks for: the request's single data byte (signed, as Java reads it), else 1. */
 export const requestedForwardingVersion = (data: Buffer): number => (data.length === 1 ? data.readInt8(0) : MODERN_DEFAULT)

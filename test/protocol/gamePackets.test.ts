@@ -16,7 +16,7 @@ import { PacketWriter } from "../../src/protocol/PacketWriter.js"
 import { type TextComponent, textComponentNbt } from "../../src/protocol/text.js"
 import { NIL_UUID } from "../../src/protocol/uuid.js"
 import { type Direction, idsOf, mcDecode, mcEncode, mcLong, nbt, type State } from "./mcPeer.js"
-import { TESTED_VERSIONS } from "./versions.js"
+import { GAME_TEST_VERSIONS } from "./versions.js"
 
 const ok = <A>(decoded: { _tag: "Ok"; value: A } | { _tag: "Invalid"; reason: string }): A => {
   if (decoded._tag === "Invalid") throw new Error(decoded.reason)
@@ -33,7 +33,7 @@ const textOf = (value: unknown, pv: number): unknown => (pv >= 765 ? nbt.simplif
 const mcText = (component: TextComponent, pv: number): unknown =>
   pv >= 765 ? nbt.protos.big.parsePacketBuffer("anonymousNbt", textComponentNbt(component)).data : JSON.stringify(component)
 
-describe.each(TESTED_VERSIONS)("configuration and play packets, protocol %i", (pv) => {
+describe.each(GAME_TEST_VERSIONS)("configuration and play packets, protocol %i", (pv) => {
   const ids = idsOf(pv)
   const states: Array<State> = ids.configuration === undefined ? ["play"] : ["configuration", "play"]
 

@@ -21,10 +21,10 @@ import {
   type LoginSuccess
 } from "../../src/protocol/loginPackets.js"
 import { PacketWriter } from "../../src/protocol/PacketWriter.js"
-import { TESTED_VERSIONS } from "./versions.js"
+import { LOGIN_TEST_VERSIONS } from "./versions.js"
 import { idsOf, mcDecode, mcEncode, mcLong } from "./mcPeer.js"
 
-const VERSIONS = TESTED_VERSIONS
+const VERSIONS = LOGIN_TEST_VERSIONS
 
 const ok = <A>(decoded: { _tag: "Ok"; value: A } | { _tag: "Invalid"; reason: string }): A => {
   if (decoded._tag === "Invalid") throw new Error(decoded.reason)

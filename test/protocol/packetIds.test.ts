@@ -4,7 +4,6 @@ import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { describe, expect, it } from "vitest"
 import { packetIdsFor, SUPPORTED_PROTOCOLS, supportedRangeText, versionNamesOf } from "../../src/protocol/packetIds.js"
-import { mcEncode } from "./mcPeer.js"
 
 const require = createRequire(import.meta.url)
 
@@ -70,23 +69,5 @@ describe("packet id table", () => {
     expect(packetIdsFor(758)!.play.clientbound.systemChat).toBeUndefined()
     expect(packetIdsFor(758)!.play.clientbound.legacyChat).toBeDefined()
     expect(packetIdsFor(759)!.play.clientbound.legacyChat).toBeUndefined()
-  })
-
-  it("gives the ids minecraft-protocol's serializers write", () => {
-    const cases = [
-      { state: "play", direction: "clientbound", name: "kick_disconnect", key: "disconnect" },
-      { state: "play", direction: "clientbound", name: "keep_alive", key: "keepAlive" },
-      { state: "play", direction: "serverbound", name: "keep_alive", key: "keepAlive" },
-      { state: "play", direction: "clientbound", name: "custom_payload", key: "pluginMessage" },
-      { state: "play", direction: "serverbound", name: "custom_payload", key: "pluginMessage" }
-    ] as const
-    const params = { keep_alive: { keepAliveId: 1n }, kick_disconnect: { reason: '{"text":""}' }, custom_payload: { channel: "a:b", data: Buffer.alloc(0) } }
-    for (const protocol of [47, 340, 754, 762]) {
-      for (const c of cases) {
-        const { id } = mcEncode(c.state, c.direction, protocol, c.name, { ...params[c.name], keepAliveId: protocol >= 340 ? 1n : 1 })
-        const table = packetIdsFor(protocol)!.play[c.direction] as unknown as Record<string, number>
-        expect(id, `${protocol} ${c.direction} ${c.name}`).toBe(table[c.key])
-      }
-    }
   })
 })
