@@ -1,6 +1,6 @@
 /** Reading Minecraft wire types from a Buffer; every read checks bounds and throws ProtocolError on bad input. */
 import { ProtocolError } from "./ProtocolError.js"
-import { MAX_VARINT_BYTES } from "./varint.js"
+import { MAX_VARINT_BYTES, readVarLong } from "./varint.js"
 
 export class PacketReader {
   constructor(
@@ -75,6 +75,55 @@ export class PacketReader {
     const out = this.buffer.subarray(this.offset, this.offset + length)
     this.offset += length
     return out
+  }
+
+  i8(what = "byte"): number {
+    this.need(1, what)
+    return this.buffer.readInt8(this.offset++)
+  }
+
+  i16(what = "i16"): number {
+    this.need(2, what)
+    const value = this.buffer.readInt16BE(this.offset)
+    this.offset += 2
+    return value
+  }
+
+  varLong(what = "VarLong"): bigint {
+    const read = readVarLong(this.buffer, this.offset, this.end)
+    if (read._tag === "Incomplete") throw new ProtocolError(`truncated ${what}`)
+    if (read._tag === "Invalid") throw new ProtocolError(`${what}: ${read.reason}`)
+    this.offset += read.size
+    return read.value
+  }
+
+  /** A VarInt-prefixed byte array of at most `maxBytes` (a view, not a copy). */
+  byteArray(maxBytes: number, what = "byte array"): Buffer {
+    const length = this.varInt(`${what} length`)
+    if (length < 0 || length > maxBytes) throw new ProtocolError(`${what} of ${length} bytes (at most ${maxBytes})`)
+    return this.bytes(length, what)
+  }
+
+  /** An i16-prefixed byte array, as 1.7 writes them (a view, not a copy). */
+  shortByteArray(maxBytes: number, what = "byte array"): Buffer {
+    const length = this.i16(`${what} length`)
+    if (length < 0 || length > maxBytes) throw new ProtocolError(`${what} of ${length} bytes (at most ${maxBytes})`)
+    return this.bytes(length, what)
+  }
+
+  /** An optional field: a boolean, then the value when it is true. */
+  optional<A>(read: (reader: this) => A, what = "presence flag"): A | undefined {
+    return this.bool(what) ? read(this) : undefined
+  }
+
+  /** Everything left (a view). */
+  rest(): Buffer {
+    return this.bytes(this.remaining)
+  }
+
+  /** Packets with a fixed layout must end exactly where their last field does. */
+  expectEnd(what: string): void {
+    if (this.remaining !== 0) throw new ProtocolError(`${this.remaining} unexpected bytes after ${what}`)
   }
 
   /** A 128-bit UUID, returned in its dashed text form. */

@@ -1,4 +1,12 @@
-/** Chat text as the protocol carries it: JSON components, with `§` codes kept in the text. */
+/**
+ * Chat text as the protocol carries it: JSON components (with `§` codes kept in the text), and from 1.20.3
+ * (protocol 765) network NBT in configuration and play (login-state disconnects stay JSON in every version).
+ */
+import { decodeNetworkNbt, encodeNetworkNbt, type NbtInput } from "./nbt.js"
+import { PacketReader } from "./PacketReader.js"
+import { PacketWriter } from "./PacketWriter.js"
+import { ProtocolError } from "./ProtocolError.js"
+import { PV_1_20_3 } from "./versions.js"
 
 export type TextComponent = string | { readonly text: string; readonly [key: string]: unknown }
 
@@ -52,4 +60,57 @@ export const legacyText = (component: unknown, depth = 0): string => {
   const extra = field(component, "extra")
   if (Array.isArray(extra)) for (const child of extra) out += legacyText(child, depth + 1)
   return out
+}
+
+/** First protocol whose configuration and play packets carry text as NBT (1.20.3). */
+export const NBT_TEXT_PROTOCOL = PV_1_20_3
+/** Longest JSON text a client accepts in a packet (vanilla's limit for chat components). */
+export const MAX_TEXT_JSON_CHARS = 262_144
+
+/** Strings inside `extra` and `with` become `{text}` compounds, so NBT lists stay of one type. */
+const normaliseForNbt = (component: unknown): NbtInput => {
+  if (typeof component === "string") return { text: component }
+  if (component === null || typeof component !== "object" || Array.isArray(component)) return { text: String(component) }
+  const out: Record<string, NbtInput> = {}
+  for (const [key, value] of Object.entries(component as Record<string, unknown>)) {
+    if (value === null || value === undefined) continue
+    if ((key === "extra" || key === "with") && Array.isArray(value)) out[key] = value.map(normaliseForNbt)
+    else out[key] = toNbtInput(value)
+  }
+  return out
+}
+
+const toNbtInput = (value: unknown): NbtInput => {
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return value
+  if (Array.isArray(value)) return value.map(toNbtInput)
+  if (value !== null && typeof value === "object") return normaliseForNbt(value)
+  return String(value)
+}
+
+/** The network NBT of a component (a plain string becomes `{text: ...}`, as in the JSON form). */
+export const textComponentNbt = (component: TextComponent): Buffer => encodeNetworkNbt(normaliseForNbt(component))
+
+/** A text field of a configuration or play packet, in the form of the client's version: JSON string or NBT. */
+export const encodeTextField = (component: TextComponent, protocolVersion: number): Buffer =>
+  protocolVersion >= NBT_TEXT_PROTOCOL
+    ? textComponentNbt(component)
+    : new PacketWriter().string(textComponentJson(component)).body()
+
+/**
+ * Reads a text field written by `encodeTextField` (or a backend) at the reader's position: the parsed JSON (or the
+ * raw string when it is not JSON) before 765, the decoded NBT from 765. Throws ProtocolError (run inside `decoding`).
+ */
+export const readTextField = (reader: PacketReader, protocolVersion: number): unknown => {
+  if (protocolVersion < NBT_TEXT_PROTOCOL) {
+    const json = reader.string(MAX_TEXT_JSON_CHARS, "text component")
+    try {
+      return JSON.parse(json) as unknown
+    } catch {
+      return json
+    }
+  }
+  const read = decodeNetworkNbt(reader.buffer.subarray(0, reader.end), reader.offset)
+  if (read._tag === "Invalid") throw new ProtocolError(read.reason)
+  reader.offset += read.size
+  return read.value
 }

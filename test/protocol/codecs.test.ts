@@ -109,7 +109,10 @@ describe("Login Start", () => {
   it.each(cases)("decodes what a %s client sends", (version, params, expectedUuid) => {
     const packet = mc.createSerializer({ state: "login", isServer: false, version }).createPacketBuffer({ name: "login_start", params })
     expect(packet[0]).toBe(0x00)
-    expect(decodeLoginStartBody(packet.subarray(1), protocols[version]!)).toEqual({ name: "Notch", uuid: expectedUuid })
+    const { publicKey, ...start } = decodeLoginStartBody(packet.subarray(1), protocols[version]!)
+    expect(start).toEqual({ name: "Notch", uuid: expectedUuid })
+    // A 1.19 client's chat key is kept for modern forwarding v2.
+    expect(publicKey).toEqual(version === "1.19" ? { expiresAt: 5n, key: Buffer.alloc(20, 1), signature: Buffer.alloc(30, 2) } : undefined)
   })
 
   it("refuses overlong and empty names", () => {
