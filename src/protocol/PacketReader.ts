@@ -91,8 +91,8 @@ export class PacketReader {
 
   varLong(what = "VarLong"): bigint {
     const read = readVarLong(this.buffer, this.offset, this.end)
-    if (read._tag === "Incomplete") throw new ProtocolError(`truncated ${what}`)
-    if (read._tag === "Invalid") throw new ProtocolError(`${what}: ${read.reason}`)
+    if (read._tag === "Incomplete") throw new ProtocolError({ reason: `truncated ${what}` })
+    if (read._tag === "Invalid") throw new ProtocolError({ reason: `${what}: ${read.reason}` })
     this.offset += read.size
     return read.value
   }
@@ -100,14 +100,14 @@ export class PacketReader {
   /** A VarInt-prefixed byte array of at most `maxBytes` (a view, not a copy). */
   byteArray(maxBytes: number, what = "byte array"): Buffer {
     const length = this.varInt(`${what} length`)
-    if (length < 0 || length > maxBytes) throw new ProtocolError(`${what} of ${length} bytes (at most ${maxBytes})`)
+    if (length < 0 || length > maxBytes) throw new ProtocolError({ reason: `${what} of ${length} bytes (at most ${maxBytes})` })
     return this.bytes(length, what)
   }
 
   /** An i16-prefixed byte array, as 1.7 writes them (a view, not a copy). */
   shortByteArray(maxBytes: number, what = "byte array"): Buffer {
     const length = this.i16(`${what} length`)
-    if (length < 0 || length > maxBytes) throw new ProtocolError(`${what} of ${length} bytes (at most ${maxBytes})`)
+    if (length < 0 || length > maxBytes) throw new ProtocolError({ reason: `${what} of ${length} bytes (at most ${maxBytes})` })
     return this.bytes(length, what)
   }
 
@@ -123,7 +123,7 @@ export class PacketReader {
 
   /** Packets with a fixed layout must end exactly where their last field does. */
   expectEnd(what: string): void {
-    if (this.remaining !== 0) throw new ProtocolError(`${this.remaining} unexpected bytes after ${what}`)
+    if (this.remaining !== 0) throw new ProtocolError({ reason: `${this.remaining} unexpected bytes after ${what}` })
   }
 
   /** A 128-bit UUID, returned in its dashed text form. */

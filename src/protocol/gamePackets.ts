@@ -78,7 +78,7 @@ export const decodePluginMessageBody = (
       reader.expectEnd("Plugin Message")
       return { channel, data }
     }
-    if (reader.remaining > maxDataBytes) throw new ProtocolError(`payload of ${reader.remaining} bytes (at most ${maxDataBytes})`)
+    if (reader.remaining > maxDataBytes) throw new ProtocolError({ reason: `payload of ${reader.remaining} bytes (at most ${maxDataBytes})` })
     return { channel, data: reader.rest() }
   })
 

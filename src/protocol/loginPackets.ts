@@ -148,7 +148,7 @@ export const decodeLoginSuccessBody = (body: Buffer, protocolVersion: number): D
     let uuid: string
     if (protocolVersion < PV_1_16) {
       const parsed = parseUuid(reader.string(36, "UUID"))
-      if (parsed._tag === "Invalid") throw new ProtocolError(parsed.reason)
+      if (parsed._tag === "Invalid") throw new ProtocolError({ reason: parsed.reason })
       uuid = parsed.uuid
     } else {
       uuid = reader.uuid()
@@ -157,7 +157,7 @@ export const decodeLoginSuccessBody = (body: Buffer, protocolVersion: number): D
     const properties: Array<GameProfileProperty> = []
     if (protocolVersion >= PV_1_19) {
       const count = reader.varInt("property count")
-      if (count < 0 || count > MAX_PROPERTIES) throw new ProtocolError(`${count} properties`)
+      if (count < 0 || count > MAX_PROPERTIES) throw new ProtocolError({ reason: `${count} properties` })
       for (let i = 0; i < count; i++) {
         const propertyName = reader.string(MAX_PROPERTY_NAME_CHARS, "property name")
         const value = reader.string(MAX_PROPERTY_VALUE_CHARS, "property value")
@@ -203,7 +203,7 @@ export const decodeLoginPluginRequestBody = (body: Buffer): Decoded<LoginPluginR
     const reader = new PacketReader(body)
     const messageId = reader.varInt("message id")
     const channel = reader.string(MAX_CHANNEL_CHARS, "channel")
-    if (reader.remaining > MAX_LOGIN_PLUGIN_DATA_BYTES) throw new ProtocolError(`payload of ${reader.remaining} bytes`)
+    if (reader.remaining > MAX_LOGIN_PLUGIN_DATA_BYTES) throw new ProtocolError({ reason: `payload of ${reader.remaining} bytes` })
     return { messageId, channel, data: reader.rest() }
   })
 
@@ -226,7 +226,7 @@ export const decodeLoginPluginResponseBody = (body: Buffer): Decoded<LoginPlugin
       reader.expectEnd("an unsuccessful Login Plugin Response")
       return { messageId, data: undefined }
     }
-    if (reader.remaining > MAX_LOGIN_PLUGIN_DATA_BYTES) throw new ProtocolError(`payload of ${reader.remaining} bytes`)
+    if (reader.remaining > MAX_LOGIN_PLUGIN_DATA_BYTES) throw new ProtocolError({ reason: `payload of ${reader.remaining} bytes` })
     return { messageId, data: reader.rest() }
   })
 

@@ -110,7 +110,7 @@ export const readTextField = (reader: PacketReader, protocolVersion: number): un
     }
   }
   const read = decodeNetworkNbt(reader.buffer.subarray(0, reader.end), reader.offset)
-  if (read._tag === "Invalid") throw new ProtocolError(read.reason)
+  if (read._tag === "Invalid") throw new ProtocolError({ reason: read.reason })
   reader.offset += read.size
   return read.value
 }

@@ -7,7 +7,8 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import { readFrame } from "../../protocol/frame.js"
-import { decodeWith, ProtocolError } from "../../protocol/ProtocolError.js"
+import { ProtocolError } from "../../protocol/ProtocolError.js"
+import { decoding } from "../../protocol/result.js"
 
 export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{ readonly during: string }> {
   override get message() {
@@ -162,8 +163,8 @@ export const writeAll = (socket: Socket, data: Buffer): Effect.Effect<void, Writ
   })
 
 /**
- * A parse step for one uncompressed frame with the expected id, decoded by `decode` (a codec that may throw
- * ProtocolError on malformed bytes, which becomes the step's failure); the frame's bytes come with the value.
+ * A parse step for one uncompressed frame with the expected id, decoded by `decode` (a PacketReader codec that may
+ * throw on malformed bytes, which becomes the step's failure); the frame's bytes come with the value.
  */
 export const framedPacket =
   <A>(expectedId: number, maxBytes: number, decode: (body: Buffer) => A) =>
@@ -172,7 +173,7 @@ export const framedPacket =
     if (frame._tag === "Incomplete") return needMore
     if (frame._tag === "Invalid") return failWith(frame.reason)
     if (frame.packetId !== expectedId) return failWith(`expected packet ${expectedId}, got ${frame.packetId}`)
-    const decoded = decodeWith(() => decode(buffer.subarray(frame.bodyStart, frame.end)))
-    if (decoded._tag === "Invalid") return failParse(decoded.error)
+    const decoded = decoding(`packet ${expectedId}`, () => decode(buffer.subarray(frame.bodyStart, frame.end)))
+    if (decoded._tag === "Invalid") return failWith(decoded.reason)
     return done({ value: decoded.value, raw: buffer.subarray(0, frame.end) }, frame.end)
   }

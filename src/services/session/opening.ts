@@ -13,7 +13,7 @@ import {
 } from "../../protocol/handshake.js"
 import { readFrame } from "../../protocol/frame.js"
 import { detectLegacy, encodeLegacyKick } from "../../protocol/legacy.js"
-import { decodeWith } from "../../protocol/ProtocolError.js"
+import { decoding } from "../../protocol/result.js"
 import { readProxyHeader } from "../../protocol/proxyProtocol.js"
 import { readVarInt } from "../../protocol/varint.js"
 import { banMessage } from "../bans/message.js"
@@ -21,7 +21,7 @@ import type { BanDataPlane } from "../BanStore.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
-import { done, failParse, failWith, needMore, type Parse, type ReadError, SocketReader } from "../net/SocketReader.js"
+import { done, failWith, needMore, type Parse, type ReadError, SocketReader } from "../net/SocketReader.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import { closeWith, refuse } from "./closing.js"
 import { type Connection, normaliseIp, type Peer, type Release, socketPeer } from "./connection.js"
@@ -59,8 +59,8 @@ const parseOpening = (buffer: Buffer): Parse<Opening> => {
       if (frame._tag === "Incomplete") return needMore
       if (frame._tag === "Invalid") return failWith(`bad handshake: ${frame.reason}`)
       if (frame.packetId !== 0x00) return failWith(`expected a handshake, got packet ${frame.packetId}`)
-      const handshake = decodeWith(() => decodeHandshakeBody(buffer.subarray(frame.bodyStart, frame.end)))
-      if (handshake._tag === "Invalid") return failParse(handshake.error)
+      const handshake = decoding("bad handshake", () => decodeHandshakeBody(buffer.subarray(frame.bodyStart, frame.end)))
+      if (handshake._tag === "Invalid") return failWith(handshake.reason)
       return done({ _tag: "Modern", handshake: handshake.value, raw: buffer.subarray(0, frame.end) }, frame.end)
     }
   }
