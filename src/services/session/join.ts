@@ -21,8 +21,8 @@ import { MESSAGES } from "./messages.js"
 import type { Admitted, Joined } from "./phases.js"
 
 export interface JoinServices {
-  readonly backend: Backend
-  readonly forwarding: Forwarding
+  readonly backend: Pick<Backend, "dial" | "logFailures">
+  readonly forwarding: Pick<Forwarding, "backendHandshake">
   readonly balancer: BalancerDataPlane
   readonly relay: RelayDataPlane
   /** Logs outside any fiber (the "left" line is written when a relay ends, long after the session's fiber). */

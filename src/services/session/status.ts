@@ -24,7 +24,7 @@ import type { Opened, StatusRoute } from "./phases.js"
 export const LEGACY_STATUS_PROTOCOL = 47
 
 export interface StatusServices {
-  readonly status: StatusService
+  readonly status: Pick<StatusService, "answer">
   readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
   readonly manager: ServerManagerDataPlane

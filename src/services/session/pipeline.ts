@@ -1,0 +1,120 @@
+/**
+ * The pipeline: the phases of a connection in their order, built from what they read and call. Session (the main
+ * thread's service) and a worker thread's data plane build it the same way, each from its own implementations of
+ * the same surfaces.
+ */
+import type * as Clock from "effect/Clock"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as Option from "effect/Option"
+import type { BanDataPlane } from "../BanStore.js"
+import type { BalancerDataPlane } from "../Balancer.js"
+import type { ConfigSnapshot } from "../ConfigStore.js"
+import type { IpFilterDataPlane } from "../IpFilter.js"
+import { type ConnectionLogFields, currentConnectionLog } from "../log/connectionFields.js"
+import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
+import type { RateLimiterDataPlane } from "../RateLimiter.js"
+import type { RouterDataPlane } from "../Router.js"
+import { type AdmissionServices, makeAdmission } from "./admission.js"
+import { closeWith } from "./closing.js"
+import type { Connection } from "./connection.js"
+import { type JoinServices, makeJoin } from "./join.js"
+import { makeOpening } from "./opening.js"
+import type { Admitted, Joined, Opened, Routed } from "./phases.js"
+import { makeRouting } from "./routing.js"
+import { makeStatusPhase, type StatusServices } from "./status.js"
+
+/** Everything the phases read and call. */
+export interface PipelineServices {
+  readonly clock: Clock.Clock
+  /** The configuration a new connection is set up with. */
+  readonly snapshot: Effect.Effect<ConfigSnapshot>
+  readonly rateLimiter: RateLimiterDataPlane
+  readonly ipFilter: IpFilterDataPlane
+  readonly bans: BanDataPlane
+  readonly router: RouterDataPlane
+  readonly balancer: BalancerDataPlane
+  readonly registry: PlayerRegistryDataPlane
+  readonly status: StatusServices["status"]
+  readonly manager: AdmissionServices["manager"]
+  readonly backend: JoinServices["backend"]
+  readonly forwarding: JoinServices["forwarding"]
+  readonly relay: JoinServices["relay"]
+  readonly logDetached: JoinServices["logDetached"]
+  readonly infoLogged: boolean
+}
+
+/**
+ * Bad input and vanished peers are everyday events (scanners, timeouts): one debug line with the reason.
+ * Anything else is a bug and is logged as an error with its cause; interruption (shutdown) is silent.
+ */
+const logConnectionFailure = (cause: Cause.Cause<unknown>) => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && !Cause.isDie(cause)) {
+    const error = failure.value
+    return Effect.logDebug(`connection closed: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return Effect.logError("connection failed unexpectedly", cause)
+}
+
+/** Runs one connection until its relay starts (or it ends); never fails. */
+export type ConnectionHandler = (connection: Connection) => Effect.Effect<void>
+
+export const makePipeline = (services: PipelineServices): ConnectionHandler => {
+  const { clock, rateLimiter, ipFilter, bans, router, balancer } = services
+  const open = makeOpening({ rateLimiter, ipFilter, bans, clock })
+  const routing = makeRouting({ rateLimiter, router, ipFilter, clock })
+  const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane })
+  const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock })
+  const join = makeJoin({
+    backend: services.backend,
+    forwarding: services.forwarding,
+    balancer,
+    relay: services.relay,
+    logDetached: services.logDetached,
+    infoLogged: services.infoLogged
+  })
+
+  /** A login from admission on: the lease is given back unless the relay took it over. */
+  const login = (admitted: Admitted): Effect.Effect<Joined> =>
+    join(admitted).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(admitted.lease.release))))
+
+  const afterRouting = (routed: Routed | undefined) => {
+    if (routed === undefined) return Effect.succeed<Joined>("closed")
+    if (routed._tag === "Status") return Effect.as(status.answer(routed), "closed" as const)
+    return Effect.flatMap(admit(routed), (admitted) => (admitted === undefined ? Effect.succeed<Joined>("closed") : login(admitted)))
+  }
+
+  /** Everything after the opening; the handshake slot is given back when it ends (admission gives it back sooner). */
+  const afterOpening = (opened: Opened, fields: ConnectionLogFields) => {
+    const next =
+      opened.opening._tag === "LegacyPing"
+        ? routing.allowLegacyPing(opened)
+          ? Effect.as(status.answerLegacy({ ...opened, opening: opened.opening }), "closed" as const)
+          : Effect.as(closeWith(opened.connection.socket, undefined), "closed" as const)
+        : Effect.flatMap(routing.route({ ...opened, opening: opened.opening }, fields), afterRouting)
+    return Effect.ensuring(next, Effect.sync(opened.slot))
+  }
+
+  // Runs in a fiber of its own (the Listener's FiberSet): its log fields are not restored when it ends.
+  return (connection) => {
+    const socket = connection.socket
+    // The connection's log fields, filled in as they become known. The fiber ends with the connection.
+    const fields: ConnectionLogFields = { conn: connection.id }
+    return Effect.zipRight(
+      FiberRef.set(currentConnectionLog, fields),
+      Effect.flatMap(services.snapshot, (snapshot) =>
+        Effect.flatMap(open(connection, snapshot, fields), (opened) =>
+          opened === undefined ? Effect.succeed<Joined>("closed") : afterOpening(opened, fields)
+        )
+      )
+    ).pipe(
+      Effect.catchAllCause((cause) => Effect.as(Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined)), "closed" as const)),
+      // The socket is closed here unless a relay took it over.
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(() => socket.destroy())))
+    )
+  }
+}
