@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { formatProblem } from "../schema/problems.js"
-import { loadConfiguration } from "../services/ConfigStore.js"
+import { loadConfiguration } from "../services/config/fileStore.js"
 import { displayPath } from "../services/config/load.js"
 import { inactiveFeatureLines, summarize } from "./Startup.js"
 

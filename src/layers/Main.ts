@@ -5,6 +5,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ConfigStore } from "../services/ConfigStore.js"
+import { configStoreFromFiles } from "../services/config/fileStore.js"
 import { DevConfigStore, demoProvider } from "./Dev.js"
 import { makeProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
@@ -25,7 +26,7 @@ export const Platform = Layer.mergeAll(
 const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
 
 export const MainLayer = (options: MainOptions) => {
-  const base = ConfigStore.layer({ configFile: options.configFile })
+  const base = configStoreFromFiles({ configFile: options.configFile })
   const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
   const proxy = makeProxyLayer(options.dev ? { serverManager: { makeProvider: demoProvider } } : {})
   return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))

@@ -8,7 +8,8 @@ import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { formatProblem } from "../../src/schema/problems.js"
-import { ConfigStore, type ConfigSnapshot, loadConfiguration } from "../../src/services/ConfigStore.js"
+import { ConfigStore, type ConfigSnapshot } from "../../src/services/ConfigStore.js"
+import { configStoreFromFiles, loadConfiguration } from "../../src/services/config/fileStore.js"
 import { makePng } from "../helpers/png.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { waitFor } from "../helpers/wait.js"
@@ -21,7 +22,7 @@ afterEach(async () => {
 
 const startStore = async (configFile: string) => {
   const runtime = ManagedRuntime.make(
-    ConfigStore.layer({ configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform))
+    configStoreFromFiles({ configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform))
   )
   runtimes.push(runtime)
   const store = await runtime.runPromise(ConfigStore)

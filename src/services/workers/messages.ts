@@ -1,0 +1,56 @@
+/**
+ * What the main thread (the control plane) and a worker thread (a data plane) say to each other. Every message is
+ * a plain structured-cloneable object with a `_tag`; calls carry an `id` that their reply repeats.
+ */
+import type { ServerState } from "../../schema/common.js"
+import type { Handshake } from "../../protocol/handshake.js"
+import type { Ban } from "../bans/file.js"
+import type { SessionEntry } from "../PlayerRegistry.js"
+import type { EnsureResult } from "../ServerManager.js"
+import type { StatusAnswer } from "../StatusService.js"
+
+/** A status answer asked of the main thread, which owns the status cache. */
+export interface StatusCall {
+  /** Undefined for a domain no server claims. */
+  readonly serverId: string | undefined
+  readonly state: ServerState
+  readonly handshake: Handshake
+  readonly clientIp: string
+  readonly preamble: Uint8Array | undefined
+}
+
+export type WorkerCall =
+  | { readonly _tag: "Call"; readonly id: number; readonly method: "ensureOnline"; readonly serverId: string }
+  | { readonly _tag: "Call"; readonly id: number; readonly method: "statusAnswer"; readonly request: StatusCall }
+
+export type CallResult<C extends WorkerCall> = C extends { readonly method: "ensureOnline" } ? EnsureResult : StatusAnswer
+
+/** A worker's session as the main thread's registry lists it, with its byte counts at the time of asking. */
+export interface SessionBytes {
+  readonly id: number
+  readonly bytesIn: number
+  readonly bytesOut: number
+}
+
+/** Main thread -> worker. */
+export type ToWorker =
+  | { readonly _tag: "Config"; readonly snapshot: string }
+  | { readonly _tag: "Bans"; readonly bans: ReadonlyArray<Ban> }
+  | { readonly _tag: "States"; readonly states: ReadonlyArray<readonly [string, ServerState]> }
+  | { readonly _tag: "EndSession"; readonly sessionId: number; readonly reason: string }
+  | { readonly _tag: "AskBytes"; readonly id: number }
+  | { readonly _tag: "Reply"; readonly id: number; readonly value: unknown }
+  | { readonly _tag: "Drain"; readonly graceMs: number }
+  /** Test hook, honoured only where PORTAL_TEST_HOOKS=1: the worker throws from its event loop. */
+  | { readonly _tag: "Crash" }
+
+/** Worker -> main thread. */
+export type FromWorker =
+  | { readonly _tag: "Ready"; readonly address: { readonly host: string; readonly port: number } }
+  | { readonly _tag: "Failed"; readonly reason: string }
+  | WorkerCall
+  | { readonly _tag: "SessionAdded"; readonly entry: SessionEntry }
+  | { readonly _tag: "SessionBackend"; readonly sessionId: number; readonly backendAddress: string }
+  | { readonly _tag: "SessionRemoved"; readonly sessionId: number }
+  | { readonly _tag: "Bytes"; readonly id: number; readonly sessions: ReadonlyArray<SessionBytes> }
+  | { readonly _tag: "Drained" }
