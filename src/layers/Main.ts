@@ -5,6 +5,8 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ConfigStore } from "../services/ConfigStore.js"
+import { ServerSource } from "../services/config/ServerSource.js"
+import { ContainersLayer } from "./Containers.js"
 import { DevConfigStore, demoProvider } from "./Dev.js"
 import { makeProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
@@ -25,7 +27,11 @@ export const Platform = Layer.mergeAll(
 const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
 
 export const MainLayer = (options: MainOptions) => {
-  const base = ConfigStore.layer({ configFile: options.configFile })
+  // ConfigStore merges the servers of a ServerSource; discovery (when configured) fills it.
+  const base = ContainersLayer.pipe(
+    Layer.provideMerge(ConfigStore.layer({ configFile: options.configFile })),
+    Layer.provideMerge(ServerSource.layer)
+  )
   const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
   const proxy = makeProxyLayer(options.dev ? { serverManager: { makeProvider: demoProvider } } : {})
   return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))
