@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest"
 import type { ServerDefinition } from "../../src/schema/decode.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { startPortal, type RunningPortal } from "../helpers/portal.js"
+import { startPortal as startProcess } from "../helpers/process.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { waitFor } from "../helpers/wait.js"
 import { type FakeDocker, startFakeDocker } from "../peers/fakeDocker.js"
@@ -309,5 +310,43 @@ describe("container discovery", () => {
     const again = await startBackend("tcp2")
     docker.run({ name: "mc-tcp2", labels: lobbyLabels("tcp2.example.com", again.port), networks: { bridge: "127.0.0.1" } })
     await waitForServers(portal, (s) => s.has("mc-tcp2"), "a server from an event over TCP")
+  })
+
+  it("--check says whether the endpoint answers and lists the servers it would discover, with their problems", async () => {
+    const docker = await startFakeDocker()
+    const lobby = docker.run({ name: "mc-lobby", labels: lobbyLabels("lobby.example.com", 25565), networks: { bridge: "172.18.0.5" } })
+    const bad = docker.run({ name: "mc-bad", labels: { ...lobbyLabels("bad.example.com", 25565), "portal.max_players": "many" }, networks: { bridge: "172.18.0.6" } })
+    const clash = docker.run({ name: "mc-clash", labels: lobbyLabels("hub.example.com", 25565), networks: { bridge: "172.18.0.7" } })
+    const dir = makeConfigDir(proxyToml(docker), { "hub.toml": `domains = ["hub.example.com"]\naddresses = ["10.0.0.1"]` })
+    const check = async () => {
+      const run = startProcess(["--check", "--config", dir.configFile])
+      const code = await run.exited()
+      // Notes depend on the machine (worker_threads follows its cores).
+      return { code, lines: run.output().trim().split("\n").filter((line) => !line.startsWith("note: ")) }
+    }
+    const answered = await check()
+    expect(answered.code).toBe(0)
+    expect(answered.lines).toEqual([
+      expect.stringMatching(/proxy\.toml is valid: 1 server \(hub\), 1 domain, bind 127\.0\.0\.1:0$/),
+      expect.stringMatching(
+        /^containers: unix:\/\/.*docker\.sock answers \(Docker Engine - Community 27\.3\.1, API 1\.47\): 1 server from containers \(mc-lobby\)$/
+      ),
+      `  mc-lobby from container mc-lobby (${lobby.id.slice(0, 12)}): lobby.example.com -> 172.18.0.5:25565`,
+      `containers: container mc-bad (${bad.id.slice(0, 12)}): label portal.max_players: expected a number, got "many" (container skipped)`,
+      expect.stringMatching(
+        new RegExp(
+          `^containers: container mc-clash \\(${clash.id.slice(0, 12)}\\): label portal\\.domains: domain "hub\\.example\\.com" is already routed to server "hub" \\(.*hub\\.toml\\) \\(container skipped\\)$`
+        )
+      )
+    ])
+    // --check only reads: no event stream was opened.
+    expect(docker.requests.some((r) => r.path.includes("/events"))).toBe(false)
+
+    await docker.down()
+    const unanswered = await check()
+    expect(unanswered.code).toBe(0)
+    expect(unanswered.lines.at(-1)).toMatch(
+      /^containers: unix:\/\/.*docker\.sock does not answer: cannot reach unix:\/\/.*docker\.sock \(no socket at .*\); Portal keeps trying while it runs$/
+    )
   })
 })
