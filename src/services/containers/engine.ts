@@ -200,21 +200,31 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
 
   /** One GET, its status and whole body; interruption (a timeout) destroys the request. */
   const get = (path: string, what: string): Effect.Effect<{ readonly status: number; readonly body: string }, EngineError> =>
-    Effect.async<{ readonly status: number; readonly body: string }, EngineError>((resume) => {
+    Effect.async<{ readonly status: number; readonly body: string }, EngineError>((resumeFiber) => {
+      // Node may report one failure several ways (an error, then a close): the first word is the answer.
+      let settled = false
+      const resume = (effect: Effect.Effect<{ readonly status: number; readonly body: string }, EngineError>) => {
+        if (settled) return
+        settled = true
+        resumeFiber(effect)
+      }
       const request = http.request({ ...target, path, method: "GET", agent: false }, (response) => {
         const chunks: Array<Buffer> = []
         let size = 0
         response.on("data", (chunk: Buffer) => {
           size += chunk.length
           if (size > MAX_ANSWER_BYTES) {
-            request.destroy()
             resume(Effect.fail(new EngineError({ kind: "bad_answer", reason: `the answer to ${what} is larger than ${MAX_ANSWER_BYTES} bytes` })))
+            request.destroy()
             return
           }
           chunks.push(chunk)
         })
         response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") })))
         response.on("error", (error) => resume(Effect.fail(unreachable(error))))
+        response.on("close", () =>
+          resume(Effect.fail(new EngineError({ kind: "unreachable", reason: `${where} closed the connection before answering ${what}` })))
+        )
       })
       request.on("error", (error) => resume(Effect.fail(unreachable(error))))
       request.end()
