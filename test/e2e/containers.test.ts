@@ -250,6 +250,33 @@ describe("container discovery", () => {
     await waitForServers(portal, (s) => s.size === 0, "the server removed by an event after reconnecting")
   })
 
+  it("an error answer is logged with the runtime's message and retried; lines it cannot read do not break the event stream", async () => {
+    const docker = await startFakeDocker()
+    const backend = await startBackend("errors")
+    docker.run({ name: "mc-one", labels: lobbyLabels("one.example.com", backend.port), networks: { bridge: "127.0.0.1" } })
+    const portal = await startPortal(makeConfigDir(proxyToml(docker)).configFile)
+    await waitForServers(portal, (s) => s.has("mc-one"), "the first server")
+    await waitFor(() => docker.streams() === 1 || undefined)
+
+    // The inspection an event asks for fails: the connection is taken down and made again.
+    docker.failing = { status: 500, message: "Error response from daemon: overloaded" }
+    docker.run({ name: "mc-meanwhile", labels: lobbyLabels("meanwhile.example.com", backend.port), networks: { bridge: "127.0.0.1" } })
+    await portal.waitForLog(
+      /WARN container discovery: HTTP 500 to GET \/containers\/\w{12}\/json: Error response from daemon: overloaded; keeping the 1 server\(s\) found so far/
+    )
+    expect((await servers(portal)).has("mc-one")).toBe(true)
+    docker.failing = undefined
+    await portal.waitForLog(/container discovery: .* answers again/)
+    await waitForServers(portal, (s) => s.has("mc-meanwhile"), "the container started during the failure, from the re-list")
+
+    await waitFor(() => docker.streams() === 1 || undefined)
+    docker.emitRaw("this is not JSON")
+    docker.emitRaw(JSON.stringify({ Type: "container", Action: "start" }))
+    docker.emitRaw(JSON.stringify({ Type: "network", Action: "connect", Actor: { ID: "n1", Attributes: { container: "x" } } }))
+    docker.run({ name: "mc-two", labels: lobbyLabels("two.example.com", backend.port), networks: { bridge: "127.0.0.1" } })
+    await waitForServers(portal, (s) => s.has("mc-two"), "a server from an event after unreadable lines")
+  })
+
   it("Portal starts when the runtime is not there yet, and picks the containers up when it comes", async () => {
     const docker = await startFakeDocker()
     const backend = await startBackend("late")

@@ -41,6 +41,8 @@ export interface FakeDocker {
   readonly endpoint: string
   readonly requests: Array<{ readonly method: string; readonly path: string }>
   readonly containers: Map<string, FakeContainer>
+  /** While set, every request but `/events` gets this error answer (`{"message": ...}`). */
+  failing: { readonly status: number; readonly message: string } | undefined
   /** Creates and starts a container (events `create`, `start` unless `silent`). */
   run(spec: ContainerSpec, options?: { readonly silent?: boolean }): FakeContainer
   start(id: string): void
@@ -224,6 +226,8 @@ export const startFakeDocker = async (options: { readonly tcp?: boolean } = {}):
     requests.push({ method: request.method ?? "", path: url.pathname + url.search })
     const route = url.pathname.replace(/^\/v\d+\.\d+/, "")
     if (request.method !== "GET") return sendJson(response, 405, { message: "method not allowed" })
+    const failing = docker.failing
+    if (failing !== undefined && route !== "/events") return sendJson(response, failing.status, { message: failing.message })
     if (route === "/version") {
       return sendJson(response, 200, {
         Platform: { Name: "Docker Engine - Community" },
@@ -304,6 +308,7 @@ export const startFakeDocker = async (options: { readonly tcp?: boolean } = {}):
     endpoint: options.tcp === true ? `tcp://127.0.0.1:${port}` : `unix://${socketPath}`,
     requests,
     containers,
+    failing: undefined,
     run: (spec, runOptions = {}) => {
       const container: FakeContainer = {
         id: randomBytes(32).toString("hex"),
