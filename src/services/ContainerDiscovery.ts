@@ -11,6 +11,7 @@
  *
  * Built only when `[containers]` is present (layers/Containers.ts loads this module then, and only then).
  */
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -152,7 +153,6 @@ const makeInventory = (
         }),
       upsert: (info: ContainerInfo) => Effect.zipRight(upsert(info), flush),
       remove: (id: string, why: string) => Effect.zipRight(removeEntry(id, why), flush),
-      knows: (id: string) => entries.has(id),
       count: () => published.length,
       /** Every container evaluated, for `--check`. */
       results: () => [...entries.values()].sort(byAge)
@@ -162,12 +162,17 @@ const makeInventory = (
 type Inventory = Effect.Effect.Success<ReturnType<typeof makeInventory>>
 
 /** Events that mean a container is no longer serving; the others are answered by inspecting it again. */
-const GONE: Readonly<Record<string, string>> = { stop: "stopped", die: "exited", destroy: "was removed", pause: "was paused" }
+const GONE: ReadonlyMap<string, string> = new Map([
+  ["stop", "stopped"],
+  ["die", "exited"],
+  ["destroy", "was removed"],
+  ["pause", "was paused"]
+])
 
 const applyEvent = (client: EngineClient, apiVersion: string, inventory: Inventory, event: EngineEvent) => {
   if (event.Type !== "container") return Effect.void
   const id = event.Actor.ID
-  const gone = GONE[event.Action]
+  const gone = GONE.get(event.Action)
   if (gone !== undefined) return inventory.remove(id, gone)
   return Effect.flatMap(client.inspect(apiVersion, id), (found) =>
     Option.match(found, {
@@ -252,6 +257,8 @@ const run = (containers: ContainersConfig, configFile: string) =>
 
     yield* session.pipe(
       Effect.catchAll(failed),
+      // A bug must not end discovery for the rest of the run: it is logged, and Portal connects again.
+      Effect.catchAllDefect((defect) => Effect.logError("container discovery: unexpected error; connecting again", Cause.die(defect))),
       Effect.zipRight(Effect.sleep(containers.reconnect_delay)),
       Effect.forever,
       Effect.forkScoped

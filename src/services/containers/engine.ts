@@ -21,11 +21,8 @@ import type { ContainerEndpoint } from "../../schema/ContainerEndpoint.js"
 import { formatHostPort } from "../../schema/HostPort.js"
 import { describeParseError, oneLine } from "../parseIssue.js"
 
-export class EngineError extends Data.TaggedError("EngineError")<{
-  /** `unreachable`: no answer at all; `refused`: an HTTP error status; `bad_answer`: an answer Portal cannot read. */
-  readonly kind: "unreachable" | "refused" | "bad_answer"
-  readonly reason: string
-}> {}
+/** The runtime gave no answer, an HTTP error, or an answer Portal cannot read; `reason` says which and why. */
+export class EngineError extends Data.TaggedError("EngineError")<{ readonly reason: string }> {}
 
 /** How long one request may take (the event stream excepted, once it has answered). */
 export const REQUEST_TIMEOUT = Duration.seconds(10)
@@ -34,14 +31,14 @@ const MAX_ANSWER_BYTES = 32 * 1024 * 1024
 const MAX_EVENT_LINE = 1024 * 1024
 
 /** API versions Portal speaks: every field it reads is present from 1.24 on and unchanged since. */
-export const API_MIN = "1.24"
-export const API_MAX = "1.47"
+const API_MIN = "1.24"
+const API_MAX = "1.47"
 
 const versionParts = (version: string): [number, number] => {
   const [major, minor] = version.split(".").map(Number)
   return [Number.isFinite(major) ? major! : 0, Number.isFinite(minor) ? minor! : 0]
 }
-export const compareApiVersions = (a: string, b: string): number => {
+const compareApiVersions = (a: string, b: string): number => {
   const [am, an] = versionParts(a)
   const [bm, bn] = versionParts(b)
   return am !== bm ? am - bm : an - bn
@@ -153,20 +150,18 @@ const parseJson = Schema.decodeEither(Schema.parseJson())
 
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, what: string, text: string): Either.Either<A, EngineError> =>
   Either.match(parseJson(text), {
-    onLeft: () => Either.left(new EngineError({ kind: "bad_answer", reason: `the answer to ${what} is not JSON: ${oneLine(text)}` })),
+    onLeft: () => Either.left(new EngineError({ reason: `the answer to ${what} is not JSON: ${oneLine(text)}` })),
     onRight: (json) =>
       Either.mapLeft(
         Schema.decodeUnknownEither(schema)(json),
-        (error) => new EngineError({ kind: "bad_answer", reason: `unexpected answer to ${what}: ${describeParseError(error)}` })
+        (error) => new EngineError({ reason: `unexpected answer to ${what}: ${describeParseError(error)}` })
       )
   })
 
 /** The Engine API's error body is `{"message": "..."}`. */
 const ErrorBody = Schema.Struct({ message: Schema.String })
 const refused = (what: string, status: number, body: string) =>
-  new EngineError({
-    kind: "refused",
-    reason: `HTTP ${status} to ${what}${Either.match(decodeAnswer(ErrorBody, what, body), {
+  new EngineError({ reason: `HTTP ${status} to ${what}${Either.match(decodeAnswer(ErrorBody, what, body), {
       onLeft: () => (body.trim().length > 0 ? `: ${oneLine(body.trim())}` : ""),
       onRight: (error) => `: ${oneLine(error.message)}`
     })}`
@@ -185,8 +180,8 @@ export interface EngineClient {
 }
 
 const filters = (value: Record<string, ReadonlyArray<string>>) => encodeURIComponent(JSON.stringify(value))
-export const LIST_FILTERS = { label: ["portal.enable=true"], status: ["running"] }
-export const EVENT_ACTIONS = ["start", "stop", "die", "destroy", "pause", "unpause", "rename", "update"] as const
+const LIST_FILTERS = { label: ["portal.enable=true"], status: ["running"] }
+const EVENT_ACTIONS = ["start", "stop", "die", "destroy", "pause", "unpause", "rename", "update"] as const
 const EVENT_FILTERS = { type: ["container"], event: [...EVENT_ACTIONS] }
 
 export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
@@ -196,7 +191,7 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
       : { host: endpoint.host, port: endpoint.port, headers: { accept: "application/json" } }
   const where = describeEndpoint(endpoint)
   const unreachable = (error: NodeJS.ErrnoException) =>
-    new EngineError({ kind: "unreachable", reason: `cannot reach ${where} (${describeSocketError(endpoint, error)})` })
+    new EngineError({ reason: `cannot reach ${where} (${describeSocketError(endpoint, error)})` })
 
   /** One GET, its status and whole body; interruption (a timeout) destroys the request. */
   const get = (path: string, what: string): Effect.Effect<{ readonly status: number; readonly body: string }, EngineError> =>
@@ -214,7 +209,7 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
         response.on("data", (chunk: Buffer) => {
           size += chunk.length
           if (size > MAX_ANSWER_BYTES) {
-            resume(Effect.fail(new EngineError({ kind: "bad_answer", reason: `the answer to ${what} is larger than ${MAX_ANSWER_BYTES} bytes` })))
+            resume(Effect.fail(new EngineError({ reason: `the answer to ${what} is larger than ${MAX_ANSWER_BYTES} bytes` })))
             request.destroy()
             return
           }
@@ -223,7 +218,7 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
         response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") })))
         response.on("error", (error) => resume(Effect.fail(unreachable(error))))
         response.on("close", () =>
-          resume(Effect.fail(new EngineError({ kind: "unreachable", reason: `${where} closed the connection before answering ${what}` })))
+          resume(Effect.fail(new EngineError({ reason: `${where} closed the connection before answering ${what}` })))
         )
       })
       request.on("error", (error) => resume(Effect.fail(unreachable(error))))
@@ -232,7 +227,7 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
     }).pipe(
       Effect.timeoutFail({
         duration: REQUEST_TIMEOUT,
-        onTimeout: () => new EngineError({ kind: "unreachable", reason: `${where} did not answer ${what} within ${Duration.format(REQUEST_TIMEOUT)}` })
+        onTimeout: () => new EngineError({ reason: `${where} did not answer ${what} within ${Duration.format(REQUEST_TIMEOUT)}` })
       })
     )
 
@@ -243,7 +238,7 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
 
   const version = Effect.flatMap(getJson(VersionAnswer, "/version", "GET /version"), (answer) =>
     Either.match(negotiateApiVersion(answer), {
-      onLeft: (reason) => Effect.fail(new EngineError({ kind: "bad_answer", reason })),
+      onLeft: (reason) => Effect.fail(new EngineError({ reason })),
       onRight: (apiVersion) => Effect.succeed({ answer, apiVersion })
     })
   )
@@ -309,6 +304,8 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
               response.on("close", () => end(`${where} closed the event stream`))
             }
           )
+          // A stream over TCP can sit idle for hours: keepalive notices a peer that vanished without closing it.
+          if (endpoint._tag === "Tcp") request.on("socket", (socket) => socket.setKeepAlive(true, 30_000))
           // Before an answer this fails the opening; after, the opening is done and the stream ends instead.
           request.on("error", (error) => {
             Deferred.unsafeDone(opened, Exit.fail(unreachable(error)))
@@ -322,11 +319,11 @@ export const makeEngineClient = (endpoint: ContainerEndpoint): EngineClient => {
       yield* Deferred.await(opened).pipe(
         Effect.timeoutFail({
           duration: REQUEST_TIMEOUT,
-          onTimeout: () => new EngineError({ kind: "unreachable", reason: `${where} did not answer ${what} within ${Duration.format(REQUEST_TIMEOUT)}` })
+          onTimeout: () => new EngineError({ reason: `${where} did not answer ${what} within ${Duration.format(REQUEST_TIMEOUT)}` })
         })
       )
       const take = Effect.flatMap(Queue.take(queue), (item) =>
-        item._tag === "Event" ? Effect.succeed(item.event) : Effect.fail(new EngineError({ kind: "unreachable", reason: item.reason }))
+        item._tag === "Event" ? Effect.succeed(item.event) : Effect.fail(new EngineError({ reason: item.reason }))
       )
       return { take }
     })

@@ -206,7 +206,17 @@ export const labelsToTable = (labels: Readonly<Record<string, string>>): LabelTa
 
 /** `addresses[0].weight` -> ["addresses", "0", "weight"]: the key path of a problem, as label segments. */
 const pathSegments = (path: string): Array<string> =>
-  [...path.matchAll(/\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([^.[\]"]+)/g)].map((match) => match[1] ?? match[3] ?? JSON.parse(`"${match[2]}"`))
+  [...path.matchAll(/\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([^.[\]"]+)/g)].map((match) => match[1] ?? match[3] ?? unquote(match[2]!))
+
+/** A key that problems.ts quoted (JSON) because it is not bare. */
+const unquote = (quoted: string): string => {
+  try {
+    const value: unknown = JSON.parse(`"${quoted}"`)
+    return typeof value === "string" ? value : quoted
+  } catch {
+    return quoted
+  }
+}
 
 /** The label a problem's key path comes from: the label itself, the list it is an item of, or the label it would be. */
 export const labelOf = (table: LabelTable, path: string): string => {

@@ -63,7 +63,8 @@ export const fromInspect = (inspect: ContainerInspect): ContainerInfo => {
     name: bareName(inspect.Name),
     labels: inspect.Config?.Labels ?? {},
     running: inspect.State.Running && inspect.State.Paused !== true,
-    created: Number.isFinite(created) ? created : 0,
+    // Whole seconds, as a list entry gives it, so that both answers order two containers the same way.
+    created: Number.isFinite(created) ? Math.floor(created / 1000) * 1000 : 0,
     networks: networksOf(inspect.NetworkSettings?.Networks),
     published: Object.entries(inspect.NetworkSettings?.Ports ?? {}).flatMap(([key, bindings]) => {
       const match = /^(\d+)\/tcp$/.exec(key)
