@@ -7,10 +7,33 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import { formatHostPort } from "../schema/HostPort.js"
 import { formatProblem } from "../schema/problems.js"
 import { loadConfiguration } from "../services/config/fileStore.js"
+import type { DiscoveryCheck } from "../services/ContainerDiscovery.js"
 import { displayPath } from "../services/config/load.js"
 import { inactiveFeatureLines, summarize } from "./Startup.js"
+
+/**
+ * What discovery would do now. Not a problem of the configuration: the runtime may be elsewhere when `--check` runs,
+ * and containers come and go; so these lines go to stdout and leave the exit code alone.
+ */
+const containerLines = (found: DiscoveryCheck): Array<string> => {
+  if (Either.isLeft(found.answer)) {
+    return [`containers: ${found.endpoint} does not answer: ${found.answer.left}; Portal keeps trying while it runs`]
+  }
+  const servers = found.servers
+  return [
+    `containers: ${found.endpoint} answers (${found.answer.right}): ${servers.length} server${servers.length === 1 ? "" : "s"} from containers` +
+      (servers.length > 0 ? ` (${servers.map((server) => server.id).join(", ")})` : ""),
+    ...servers.map(
+      (server) =>
+        `  ${server.id} from ${server.file}: ${server.config.domains.length > 0 ? server.config.domains.join(", ") : "(no domains)"} -> ` +
+        server.config.addresses.map((address) => formatHostPort(address)).join(", ")
+    ),
+    ...found.problems.map((problem) => `containers: ${formatProblem(problem)} (container skipped)`)
+  ]
+}
 
 export const runCheck = (configFile: string) =>
   Effect.gen(function* () {
@@ -29,5 +52,11 @@ export const runCheck = (configFile: string) =>
       )
     }
     for (const line of inactiveFeatureLines(snapshot)) process.stdout.write(`note: ${line}\n`)
+    const containers = snapshot.global.containers
+    if (containers !== undefined) {
+      const { checkContainers } = yield* Effect.promise(() => import("../services/ContainerDiscovery.js"))
+      const found = yield* checkContainers(containers, configFile, [...snapshot.servers.values()])
+      for (const line of containerLines(found)) process.stdout.write(`${line}\n`)
+    }
     return 0
   }).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)))

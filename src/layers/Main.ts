@@ -6,6 +6,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ConfigStore } from "../services/ConfigStore.js"
 import { configStoreFromFiles } from "../services/config/fileStore.js"
+import { ServerSource } from "../services/config/ServerSource.js"
+import { ContainersLayer } from "./Containers.js"
 import { DevConfigStore, demoProvider } from "./Dev.js"
 import { makeProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
@@ -26,7 +28,11 @@ export const Platform = Layer.mergeAll(
 const Announce = Layer.effectDiscard(Effect.flatMap(ConfigStore, (store) => Effect.flatMap(store.get, logStartup)))
 
 export const MainLayer = (options: MainOptions) => {
-  const base = configStoreFromFiles({ configFile: options.configFile })
+  // ConfigStore merges the servers of a ServerSource; discovery (when configured) fills it.
+  const base = ContainersLayer.pipe(
+    Layer.provideMerge(configStoreFromFiles({ configFile: options.configFile })),
+    Layer.provideMerge(ServerSource.layer)
+  )
   const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
   const proxy = makeProxyLayer(options.dev ? { serverManager: { makeProvider: demoProvider } } : {})
   return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))

@@ -1,5 +1,6 @@
 /** The global file, `proxy.toml`: every table, option and default of the specification. */
 import * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import {
   ACTIVE_HEALTH_KINDS,
@@ -16,6 +17,7 @@ import {
   urlWithSchemes,
   withDefault
 } from "./common.js"
+import { DEFAULT_CONTAINER_ENDPOINT, parseContainerEndpoint } from "./ContainerEndpoint.js"
 import { DurationString } from "./Duration.js"
 
 export const PORTAL_VERSION = "0.1.0"
@@ -45,13 +47,21 @@ export const Ban = Schema.Struct({
   enable_audit_log: withDefault(Schema.Boolean, () => true)
 }).annotations({ identifier: "Ban" })
 
-export const DEFAULT_CONTAINER_ENDPOINT = "unix:///var/run/docker.sock"
+/** `[containers].endpoint`, kept as written; services/ContainerDiscovery.ts parses it the same way. */
+const ContainerEndpointText = Schema.String.pipe(
+  Schema.filter((text) => Either.match(parseContainerEndpoint(text), { onLeft: (reason) => reason, onRight: () => true }))
+).annotations({ identifier: "ContainerEndpoint" })
+
+/** A duration that must be above zero: a zero interval would spin. */
+const PositiveDuration = DurationString.pipe(
+  Schema.filter((duration) => Duration.toMillis(duration) > 0 || "expected a duration above zero")
+)
 
 export const Containers = Schema.Struct({
-  endpoint: withDefault(urlWithSchemes(["unix", "tcp", "http", "https"], false), () => DEFAULT_CONTAINER_ENDPOINT),
+  endpoint: withDefault(ContainerEndpointText, () => DEFAULT_CONTAINER_ENDPOINT),
   network: optional(NonEmptyString),
-  poll_interval: withDefault(DurationString, () => Duration.seconds(30)),
-  reconnect_delay: withDefault(DurationString, () => Duration.seconds(5))
+  poll_interval: withDefault(PositiveDuration, () => Duration.seconds(30)),
+  reconnect_delay: withDefault(PositiveDuration, () => Duration.seconds(5))
 }).annotations({ identifier: "Containers" })
 
 export const TelemetryMetrics = Schema.Struct({

@@ -196,10 +196,17 @@ export const checkGlobalRules = (file: string, config: Pick<Partial<GlobalConfig
 export const webUiEnabled = (config: GlobalConfig): boolean =>
   config.web !== undefined && (config.web.enable_webui ?? config.web.enable_api)
 
-/** A decoded server file together with where it came from. */
+/** Where a server was defined: a server file, or the labels of a container. */
+export type ServerOrigin =
+  | { readonly _tag: "File"; readonly path: string }
+  | { readonly _tag: "Container"; readonly name: string; readonly id: string }
+
+/** A decoded server together with where it came from. */
 export interface ServerDefinition {
   readonly id: string
+  /** Where it was defined, as messages name it: the file's path, or `container <name> (<short id>)`. */
   readonly file: string
+  readonly source: ServerOrigin
   readonly config: ServerConfig
 }
 
@@ -241,19 +248,32 @@ export const checkServerText = (file: string, fileName: string, text: string): S
   if (Either.isLeft(parsed)) {
     return { problems: parsed.left, config: undefined, partial: undefined, definition: undefined, identity: undefined }
   }
-  const decoded = decodeFile(ServerConfig, soundServerKeys, file, parsed.right)
+  return checkServerValue(file, fileName, parsed.right, { _tag: "File", path: file })
+}
+
+/**
+ * Checks a server given as the value a TOML file parses to (a server file, or container labels made into that
+ * shape). `fallbackId` is the id when neither `name` nor `id` is set (a file's name without `.toml`).
+ */
+export const checkServerValue = (
+  file: string,
+  fallbackId: string,
+  raw: Record<string, unknown>,
+  source: ServerOrigin
+): ServerCheck => {
+  const decoded = decodeFile(ServerConfig, soundServerKeys, file, raw)
   if (decoded.config !== undefined) {
-    const definition: ServerDefinition = { id: serverIdOf(fileName, decoded.config), file, config: decoded.config }
+    const definition: ServerDefinition = { id: serverIdOf(fallbackId, decoded.config), file, source, config: decoded.config }
     return { ...decoded, definition, identity: definition }
   }
   const partial = decoded.partial ?? {}
-  const idKnown = ["id", "name"].every((key) => !(key in parsed.right) || key in partial)
+  const idKnown = ["id", "name"].every((key) => !(key in raw) || key in partial)
   const config = {
     ...(partial.id !== undefined ? { id: partial.id } : {}),
     ...(partial.name !== undefined ? { name: partial.name } : {}),
-    domains: partial.domains ?? soundDomains(parsed.right["domains"])
+    domains: partial.domains ?? soundDomains(raw["domains"])
   }
-  const identity: ServerIdentity = { id: idKnown ? serverIdOf(fileName, partial) : undefined, file, config }
+  const identity: ServerIdentity = { id: idKnown ? serverIdOf(fallbackId, partial) : undefined, file, config }
   return { ...decoded, definition: undefined, identity }
 }
 

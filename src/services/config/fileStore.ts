@@ -2,6 +2,8 @@
  * The file-backed ConfigStore: loads `proxy.toml` and every server file strictly, applies changes in `servers_dir`
  * while running (file watch plus a slow poll as a safety net), and re-reads `proxy.toml` on SIGHUP. A file that
  * fails to decode is reported and the last good version stays.
+ * Servers that are not files (container discovery) come in through one seam, an optional `ServerSource` in the
+ * context (config/ServerSource.ts): its servers are merged after the files' whenever either changes, files winning.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -9,8 +11,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { randomBytes } from "node:crypto"
 import { findServerConflicts, type ServerDefinition, type ServerIdentity } from "../../schema/decode.js"
@@ -31,6 +35,7 @@ import {
 } from "./load.js"
 import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "../ConfigStore.js"
 import { watchFiles } from "../files/watch.js"
+import { mergeSourcedServers, ServerSource } from "./ServerSource.js"
 
 
 export interface ConfigStoreOptions {
@@ -192,6 +197,34 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
         yield* ensureSecret(snapshot)
       })
 
+    // Servers from a ServerSource (container discovery) when one is provided: merged after the files' servers.
+    let fileServers: ReadonlyArray<ServerDefinition> = [...loaded.snapshot.servers.values()]
+    let sourced: ReadonlyArray<ServerDefinition> = []
+    let reportedClashes = new Set<string>()
+    const withSourced = () =>
+      Effect.gen(function* () {
+        const merged = mergeSourcedServers(fileServers, sourced)
+        const clashes = new Set(merged.problems.map(formatProblem))
+        for (const line of clashes) if (!reportedClashes.has(line)) yield* Effect.logError(`${line} (server not loaded)`)
+        reportedClashes = clashes
+        return new Map(merged.servers.map((server) => [server.id, server]))
+      })
+    const source = yield* Effect.serviceOption(ServerSource)
+    if (Option.isSome(source)) {
+      yield* source.value.servers.changes.pipe(
+        Stream.runForEach((servers) =>
+          lock.withPermits(1)(
+            Effect.gen(function* () {
+              sourced = servers
+              const snapshot = yield* SubscriptionRef.get(current)
+              yield* publish({ ...snapshot, servers: yield* withSourced() })
+            })
+          )
+        ),
+        Effect.forkScoped
+      )
+    }
+
     const rescanServers = lock.withPermits(1)(
       Effect.gen(function* () {
         const snapshot = yield* SubscriptionRef.get(current)
@@ -248,7 +281,8 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
         const leftover = findServerConflicts(servers).rejected // a kept old version can clash with a new file
         if (leftover.size > 0) servers.splice(0, servers.length, ...servers.filter((server) => !leftover.has(server)))
         servers.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))
-        yield* publish({ ...snapshot, servers: new Map(servers.map((server) => [server.id, server])) })
+        fileServers = servers
+        yield* publish({ ...snapshot, servers: yield* withSourced() })
       })
     )
 

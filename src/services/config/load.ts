@@ -13,6 +13,7 @@ import * as NodePath from "node:path"
 import {
   checkGlobalText,
   checkServerText as checkServerFileText,
+  type ServerCheck,
   type ServerDefinition,
   type ServerIdentity
 } from "../../schema/decode.js"
@@ -216,12 +217,18 @@ export interface ServerFileCheck {
 }
 
 /** Checks the text of one server file (already read), reporting every problem, and resolves its paths and favicons. */
-export const checkServerText = (absolute: string, text: string) =>
+export const checkServerText = (absolute: string, text: string) => {
+  const file = displayPath(absolute)
+  return resolveServerCheck(checkServerFileText(file, NodePath.basename(absolute), text), file, NodePath.dirname(absolute))
+}
+
+/**
+ * The second half of checking a server (from a file or from container labels): favicons become data URIs and
+ * relative paths resolve against `baseDir`; their problems join those of decoding.
+ */
+export const resolveServerCheck = (checked: ServerCheck, file: string, baseDir: string) =>
   Effect.gen(function* () {
-    const file = displayPath(absolute)
-    const checked = checkServerFileText(file, NodePath.basename(absolute), text)
     const problems = [...checked.problems]
-    const baseDir = NodePath.dirname(absolute)
     const motd =
       checked.partial?.motd === undefined
         ? undefined
