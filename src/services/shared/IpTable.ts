@@ -18,8 +18,7 @@
  * - a ledger per thread: the slot of each handshake it holds, at positions from a thread-local free list, so that
  *   `releaseWorker` gives back what a dead worker held.
  */
-import type { SharedBuffers } from "./layout.js"
-import { CHUNK_TIMES, IP_SLOT_WORDS } from "./layout.js"
+import { CHUNK_TIMES, float64View, int32View, IP_SLOT_WORDS, type SharedBuffers } from "./layout.js"
 import { addressKey } from "./ipKey.js"
 import { forceUnlock as forceUnlockWord, lock, lockWithin, unlock } from "./lock.js"
 
@@ -81,7 +80,7 @@ const SWEEP_BATCH = 256
 
 /** Seeds the table's hash (once, on the thread that creates the state): keys an attacker picks do not collide. */
 export const seedIpTable = (buffers: SharedBuffers): void => {
-  const header = new Int32Array(buffers.ipHeader)
+  const header = int32View(buffers, "ipHeader")
   Atomics.store(header, SEED, (Math.random() * 0x100000000) | 0 || 1)
 }
 
@@ -110,12 +109,12 @@ export class IpTable {
 
   constructor(buffers: SharedBuffers, worker: number) {
     const { layout } = buffers
-    this.header = new Int32Array(buffers.ipHeader)
-    this.slots = new Int32Array(buffers.ipSlots)
-    this.buckets = new Int32Array(buffers.ipBuckets)
-    this.times = new Float64Array(buffers.ipTimes)
-    this.chunkNext = new Int32Array(buffers.ipChunkNext)
-    this.ledger = new Int32Array(buffers.ipLedger)
+    this.header = int32View(buffers, "ipHeader")
+    this.slots = int32View(buffers, "ipSlots")
+    this.buckets = int32View(buffers, "ipBuckets")
+    this.times = float64View(buffers, "ipTimes")
+    this.chunkNext = int32View(buffers, "ipChunkNext")
+    this.ledger = int32View(buffers, "ipLedger")
     this.slotCapacity = layout.ipSlots
     this.chunkCapacity = layout.ipChunks
     this.bucketMask = layout.ipBuckets - 1

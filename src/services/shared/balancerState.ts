@@ -9,7 +9,15 @@
  * least_conn counts go through `acquire`, a counted place with a ledger per thread (places.ts).
  */
 import type { AddressState } from "../balancer/strategy.js"
-import { BALANCER_FLOAT_WORDS, BALANCER_INT_WORDS, balancerLayout, SERVER_LOCK_WORDS, type SharedBuffers } from "./layout.js"
+import {
+  BALANCER_FLOAT_WORDS,
+  BALANCER_INT_WORDS,
+  balancerLayout,
+  float64View,
+  int32View,
+  SERVER_LOCK_WORDS,
+  type SharedBuffers
+} from "./layout.js"
 import { forceUnlock, holderOf, lock, lockWithin, unlock } from "./lock.js"
 import { countOf, COUNT_BITS, COUNT_MASK, giveBack, record, releaseLedger, resetLedger, resetPlaces, take } from "./places.js"
 
@@ -106,15 +114,18 @@ export class SharedBalancer {
   private readonly picks: number
   private readonly holder: number
   private readonly control: boolean
-  /** Thread-local caches: one view per address slot, one pick counter per server slot, made on first use. */
-  private readonly views: Array<SharedAddressState | undefined>
-  private readonly pickCounters: Array<(() => number) | undefined>
+  /**
+   * Thread-local caches: one view per address slot, one pick counter per server slot, made on first use. They grow
+   * to the highest slot used (slots are handed out from 0 up), so an unused capacity costs no heap.
+   */
+  private readonly views: Array<SharedAddressState | undefined> = []
+  private readonly pickCounters: Array<(() => number) | undefined> = []
 
   constructor(buffers: SharedBuffers, worker: number) {
     const { layout } = buffers
     const offsets = balancerLayout(layout)
-    this.ints = new Int32Array(buffers.balancerInts)
-    this.floats = new Float64Array(buffers.balancerFloats)
+    this.ints = int32View(buffers, "balancerInts")
+    this.floats = float64View(buffers, "balancerFloats")
     this.addresses = layout.addressSlots
     this.servers = layout.serverSlots
     this.ledgers = layout.ledgers
@@ -124,8 +135,6 @@ export class SharedBalancer {
     this.picks = offsets.picks
     this.holder = worker + 1
     this.control = worker === layout.workers
-    this.views = new Array(layout.addressSlots)
-    this.pickCounters = new Array(layout.serverSlots)
   }
 
   /** The state of `addressSlot` (0 <= slot < addressSlots), the same object on every call from this thread. */
@@ -134,6 +143,7 @@ export class SharedBalancer {
     if (view === undefined) {
       this.checkAddress(addressSlot)
       view = new SharedAddressState(this.ints, this.floats, addressSlot * BALANCER_INT_WORDS, addressSlot * BALANCER_FLOAT_WORDS)
+      while (this.views.length < addressSlot) this.views.push(undefined)
       this.views[addressSlot] = view
     }
     return view
@@ -151,7 +161,8 @@ export class SharedBalancer {
     return () => {
       if (released) return
       released = true
-      if (giveBack(this.ints, at, generation)) giveBack(this.ints, ledger, generation)
+      // The ledger first: once releaseWorker emptied it, a late release gives nothing back twice.
+      if (giveBack(this.ints, ledger, generation)) giveBack(this.ints, at, generation)
     }
   }
 
@@ -186,6 +197,7 @@ export class SharedBalancer {
       const at = this.picks + serverSlot
       const floats = this.floats
       counter = () => ++floats[at]!
+      while (this.pickCounters.length < serverSlot) this.pickCounters.push(undefined)
       this.pickCounters[serverSlot] = counter
     }
     return counter

@@ -4,7 +4,7 @@
  * both take the last one, and recorded in the taking thread's ledger word, so that `releaseWorker` gives back what a
  * dead worker held.
  */
-import { countersLayout, type SharedBuffers } from "./layout.js"
+import { countersLayout, int32View, type SharedBuffers } from "./layout.js"
 import { countOf, giveBack, record, releaseLedger, resetLedger, resetPlaces, take } from "./places.js"
 
 /** Gives back what was taken; calling it again does nothing. */
@@ -16,13 +16,15 @@ export class ConnectionCounter {
   private readonly mine: number
   private readonly ledgers: number
   private readonly ledgerBase: number
+  private readonly ledgerStride: number
 
   constructor(buffers: SharedBuffers, worker: number) {
     const offsets = countersLayout(buffers.layout)
-    this.words = new Int32Array(buffers.counters)
+    this.words = int32View(buffers, "counters")
     this.at = offsets.connections
     this.ledgerBase = offsets.connectionLedgers
-    this.mine = offsets.connectionLedgers + worker
+    this.ledgerStride = offsets.ledgerStride
+    this.mine = offsets.connectionLedgers + worker * offsets.ledgerStride
     this.ledgers = buffers.layout.ledgers
   }
 
@@ -35,7 +37,8 @@ export class ConnectionCounter {
     return () => {
       if (released) return
       released = true
-      if (giveBack(this.words, this.at, generation)) giveBack(this.words, this.mine, generation)
+      // The ledger first: once releaseWorker emptied it, a late release gives nothing back twice.
+      if (giveBack(this.words, this.mine, generation)) giveBack(this.words, this.at, generation)
     }
   }
 
@@ -47,7 +50,7 @@ export class ConnectionCounter {
   /** Gives back every place `worker` holds (it died); how many. */
   releaseWorker(worker: number): number {
     if (worker < 0 || worker >= this.ledgers) return 0
-    return releaseLedger(this.words, this.at, this.ledgerBase + worker)
+    return releaseLedger(this.words, this.at, this.ledgerBase + worker * this.ledgerStride)
   }
 }
 
@@ -61,7 +64,7 @@ export class PlayerCounter {
 
   constructor(buffers: SharedBuffers, worker: number) {
     const offsets = countersLayout(buffers.layout)
-    this.words = new Int32Array(buffers.counters)
+    this.words = int32View(buffers, "counters")
     this.base = offsets.players
     this.ledgerBase = offsets.playerLedgers
     this.servers = buffers.layout.serverSlots
@@ -84,7 +87,7 @@ export class PlayerCounter {
     return () => {
       if (released) return
       released = true
-      if (giveBack(this.words, at, generation)) giveBack(this.words, ledger, generation)
+      if (giveBack(this.words, ledger, generation)) giveBack(this.words, at, generation)
     }
   }
 

@@ -1,6 +1,7 @@
 /** The shared address table on one thread: windows, handshakes, eviction, sweep, ledgers, and exactness. */
 import { describe, expect, it } from "vitest"
 import { SlidingWindowLimiter } from "../../../src/services/RateLimiter.js"
+import { int32View } from "../../../src/services/shared/layout.js"
 import { attachSharedState, createSharedState, type SharedStateOptions } from "../../../src/services/shared/SharedState.js"
 
 const make = (options: Partial<SharedStateOptions> = {}) => createSharedState({ workers: 2, ...options })
@@ -203,7 +204,7 @@ describe("IpTable handshakes", () => {
 
   it("forceUnlock frees the lock only for the worker holding it; the control thread gives up on a held lock", () => {
     const control = make()
-    const header = new Int32Array(control.buffers.ipHeader)
+    const header = int32View(control.buffers, "ipHeader")
     Atomics.store(header, 0, 2) // worker 1 died holding the lock
     const started = performance.now()
     expect(control.ipTable.sweep(0, 1000, 1000, 10)).toBeUndefined()
