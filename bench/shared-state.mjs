@@ -4,16 +4,19 @@
  * `npm run build && node bench/shared-state.mjs`. Not part of `npm run bench`.
  *
  * Each operation runs on addresses already in the table (the common case: the same client's next connection),
- * in rounds; the best round is reported, in nanoseconds per operation.
+ * in rounds; the best round is reported, in nanoseconds per operation. `--threads N` then runs `hit` and
+ * `enterHandshake` on N worker threads at once against one table (the lock contended), per thread.
  */
-import { createSharedState } from "../dist/services/shared/SharedState.js"
+import { parseArgs } from "node:util"
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
+// Loaded by a computed path so that the bench's type check does not follow it into dist/ (plain JS, no types).
+const sharedStatePath = "../dist/services/shared/SharedState.js"
+const { attachSharedState, createSharedState } = await import(sharedStatePath)
 
 const ADDRESSES = 4096
 const OPS = 1_000_000
 const ROUNDS = 7
 
-const state = createSharedState({ workers: 2 })
-const table = state.ipTable
 const ips = Array.from({ length: ADDRESSES }, (_, i) => (i % 2 === 0 ? `10.${(i >> 8) & 255}.${i & 255}.7` : `2001:db8::${i.toString(16)}`))
 
 /** Best nanoseconds per call of `op(i)` over ROUNDS rounds of OPS calls. */
@@ -28,9 +31,27 @@ const measure = (/** @type {(i: number) => void} */ op) => {
   return best
 }
 
+if (!isMainThread) {
+  // A worker of `--threads`: the two table operations, on this thread's own ledger, while the others run them too.
+  const { buffers, index } = workerData
+  const table = attachSharedState(buffers, index).ipTable
+  const hit = measure((/** @type {number} */ i) => {
+    table.hit("login", ips[i % ADDRESSES], 1 + i / 1000, 8, 100)
+  })
+  const handshake = measure((i) => {
+    const release = table.enterHandshake(ips[i % ADDRESSES], 8, 1024)
+    if (release !== undefined) release()
+  })
+  parentPort?.postMessage({ hit, handshake })
+  process.exit(0)
+}
+
+const { values } = parseArgs({ options: { threads: { type: "string", default: "0" } } })
+const state = createSharedState({ workers: Math.max(2, Number(values.threads)) })
+const table = state.ipTable
 // Fill the table so every address has a slot (and a window with events in it).
 for (const ip of ips) table.hit("login", ip, 0, 1_000_000, 60_000)
-let now = 1
+const now = 1
 const rows = {
   "hit (login, allowed, window of up to 8 events)": measure((i) => {
     table.hit("login", ips[i % ADDRESSES], now + i / 1000, 8, 100)
@@ -57,4 +78,20 @@ const rows = {
   })
 }
 for (const [name, ns] of Object.entries(rows)) console.log(`${name.padEnd(56)} ${ns.toFixed(0).padStart(5)} ns`)
-console.log(JSON.stringify(table.stats()))
+
+const threads = Number(values.threads)
+if (threads > 0) {
+  const results = await Promise.all(
+    Array.from({ length: threads }, (_, index) => {
+      const worker = new Worker(new URL(import.meta.url), { workerData: { buffers: state.buffers, index } })
+      return new Promise((resolve, reject) => {
+        worker.once("message", resolve)
+        worker.once("error", reject)
+      })
+    })
+  )
+  for (const [index, result] of results.entries()) {
+    const { hit, handshake } = /** @type {{ hit: number, handshake: number }} */ (result)
+    console.log(`thread ${index} of ${threads}: hit ${hit.toFixed(0)} ns, enterHandshake + release ${handshake.toFixed(0)} ns`)
+  }
+}
