@@ -21,11 +21,9 @@
 import { CHUNK_TIMES, float64View, int32View, IP_SLOT_WORDS, type SharedBuffers } from "./layout.js"
 import { addressKey } from "./ipKey.js"
 import { forceUnlock as forceUnlockWord, lock, lockWithin, unlock } from "./lock.js"
+import type { Release } from "./places.js"
 
 export type RateKind = "login" | "status"
-
-/** Gives back what was taken; calling it again does nothing. */
-export type Release = () => void
 
 export interface IpTableStats {
   /** Addresses tracked. */
@@ -95,6 +93,8 @@ export class IpTable {
   private readonly chunkCapacity: number
   private readonly bucketMask: number
   private readonly holder: number
+  /** The control thread never waits for ever on the lock: it is the one that frees a dead worker's. */
+  private readonly control: boolean
   private readonly seed: number
   /** This thread's ledger region: [ledgerBase, ledgerBase + ledgerSize). */
   private readonly ledgerBase: number
@@ -119,6 +119,7 @@ export class IpTable {
     this.chunkCapacity = layout.ipChunks
     this.bucketMask = layout.ipBuckets - 1
     this.holder = worker + 1
+    this.control = worker === layout.workers
     this.seed = Atomics.load(this.header, SEED)
     this.handshakesPerLedger = layout.handshakesPerWorker
     this.ledgerBase = worker * layout.handshakesPerWorker
@@ -233,10 +234,14 @@ export class IpTable {
     }
   }
 
-  /** What the table holds for `ip`, or undefined when it does not track it. */
+  /**
+   * What the table holds for `ip` (diagnostics and tests), or undefined when it does not track it (or, on the control
+   * thread, when the table stayed locked).
+   */
   lookup(ip: string): AddressEntry | undefined {
     const bucket = this.keyOf(ip)
-    lock(this.header, LOCK, this.holder)
+    if (!this.control) lock(this.header, LOCK, this.holder)
+    else if (!lockWithin(this.header, LOCK, this.holder, CONTROL_WAIT_MS)) return undefined
     try {
       const slot = this.find(bucket)
       if (slot === 0) return undefined

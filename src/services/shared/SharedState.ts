@@ -44,7 +44,9 @@ import { IpTable, seedIpTable } from "./IpTable.js"
 import { allocateBuffers, layoutFor, type SharedBuffers, type SharedCapacities } from "./layout.js"
 import { SharedBalancer } from "./balancerState.js"
 
+export type { AddressEntry, IpTableStats, RateKind } from "./IpTable.js"
 export type { SharedBuffers, SharedCapacities, SharedLayout } from "./layout.js"
+export type { Release } from "./places.js"
 
 /** What `createSharedState` takes: the number of workers, and capacities where the defaults do not fit. */
 export type SharedStateOptions = Partial<SharedCapacities> & { readonly workers: number }

@@ -19,10 +19,7 @@ import {
   type SharedBuffers
 } from "./layout.js"
 import { forceUnlock, holderOf, lock, lockWithin, unlock } from "./lock.js"
-import { countOf, COUNT_BITS, COUNT_MASK, giveBack, record, releaseLedger, resetLedger, resetPlaces, take } from "./places.js"
-
-/** Gives back what was taken; calling it again does nothing. */
-export type Release = () => void
+import { countOf, COUNT_BITS, COUNT_MASK, giveBack, record, releaseLedger, type Release, resetLedger, resetPlaces, take } from "./places.js"
 
 // Int32 words per address.
 const ACTIVE = 0

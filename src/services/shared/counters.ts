@@ -5,10 +5,7 @@
  * dead worker held.
  */
 import { countersLayout, int32View, type SharedBuffers } from "./layout.js"
-import { countOf, giveBack, record, releaseLedger, resetLedger, resetPlaces, take } from "./places.js"
-
-/** Gives back what was taken; calling it again does nothing. */
-export type Release = () => void
+import { countOf, giveBack, record, releaseLedger, type Release, resetLedger, resetPlaces, take } from "./places.js"
 
 export class ConnectionCounter {
   private readonly words: Int32Array

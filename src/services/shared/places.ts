@@ -8,6 +8,9 @@
  * that the places of a thread that died can be given back.
  */
 
+/** Gives back what was taken; calling it again does nothing. */
+export type Release = () => void
+
 export const COUNT_BITS = 22
 /** The largest count a word can hold (about 4 million). */
 export const COUNT_MASK = (1 << COUNT_BITS) - 1

@@ -262,7 +262,8 @@ describe("IpTable against SlidingWindowLimiter", () => {
     for (let op = 0; op < options.ops; op++) {
       const step = next()
       now += step < 0.01 ? -Math.floor(next() * 3000) : Math.floor(next() * 60)
-      const ip = next() < 0.5 ? `10.1.${Math.floor(next() * options.pool)}.1` : `2001:db8::${Math.floor(next() * options.pool).toString(16)}`
+      const n = Math.floor(next() * options.pool)
+      const ip = next() < 0.5 ? `10.1.${n}.1` : `2001:db8::${n.toString(16)}`
       if (options.sweeps && next() < 0.002) {
         logins.sweep(now, windowMs)
         pings.sweep(now, windowMs)

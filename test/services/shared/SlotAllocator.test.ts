@@ -79,7 +79,8 @@ describe("SlotAllocator", () => {
     expect(Either.isLeft(inGrace) && inGrace.left.reason).toBe("3 addresses configured (2 new), but only 1 of the 2 address slots are free")
     const serverInGrace = allocator.assign(["a", "c"], [], 3)
     expect(Either.isLeft(serverInGrace) && serverInGrace.left.reason).toBe(
-      "2 servers configured (1 new), but only 0 of the 2 server slots are free; 1 more become free 60 s after their server left the configuration"
+      "2 servers configured (1 new), but only 0 of the 2 server slots are free; " +
+        "1 more become free 60 s after their server left the configuration"
     )
     // Nothing was taken by the refused assignments: the address slot for a|y is still free, and b still has its slot.
     const after = assigned(allocator.assign(["a", "b"], ["a|x:1", "a|y:1"], 4))

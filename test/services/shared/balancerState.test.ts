@@ -30,7 +30,15 @@ describe("SharedBalancer state", () => {
     state.lastPicked = 17
     state.active = 2
     const seen = control.balancer.state(3)
-    expect(plain(seen)).toEqual({ active: 2, currentWeight: -2.5, failures: 4, ejectedUntil: 123_456.5, recoveredAt: 0, healthy: false, lastPicked: 17 })
+    expect(plain(seen)).toEqual({
+      active: 2,
+      currentWeight: -2.5,
+      failures: 4,
+      ejectedUntil: 123_456.5,
+      recoveredAt: 0,
+      healthy: false,
+      lastPicked: 17
+    })
     seen.recoveredAt = undefined
     seen.healthy = true
     expect(state.recoveredAt).toBeUndefined()

@@ -5,7 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads"
 import type { BackendAddress } from "../../../src/schema/ServerConfig.js"
 import { orderCandidates } from "../../../src/services/balancer/strategy.js"
-import type { Release } from "../../../src/services/shared/counters.js"
+import type { Release } from "../../../src/services/shared/places.js"
 import { attachSharedState, type SharedBuffers } from "../../../src/services/shared/SharedState.js"
 
 export interface HammerInput {

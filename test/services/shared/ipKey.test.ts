@@ -65,7 +65,8 @@ describe("addressKey", () => {
   })
 
   it("keys text that is no address by a hash in ff00::/8, distinct per text", () => {
-    const invalid = ["unknown", "", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.04x", ":::", "1:2:3:4:5:6:7:8:9", "12345::", "1::2::3", "1:", "[::1]", "1.2.3.4:"]
+    const invalid = ["unknown", "", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.04x", ":::", "1:2:3:4:5:6:7:8:9"]
+    invalid.push("12345::", "1::2::3", "1:", "[::1]", "1.2.3.4:")
     const keys = invalid.map(key)
     for (const [i, k] of keys.entries()) expect(k.startsWith("ff"), invalid[i]).toBe(true)
     expect(new Set(keys).size).toBe(invalid.length)
