@@ -39,7 +39,7 @@ export interface SlotAllocatorOptions {
   readonly serverSlots: number
   readonly addressSlots: number
   readonly graceMs?: number
-  /** Called for each server slot given to a new key after another (e.g. PlayerCounter.reset). */
+  /** Called for each server slot given to a new key after another (PlayerCounter.reset, SharedBalancer.resetServer). */
   readonly resetServer?: (slot: number) => void
   /** Called for each address slot given to a new key after another (e.g. SharedBalancer.reset). */
   readonly resetAddress?: (slot: number) => void
