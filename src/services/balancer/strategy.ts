@@ -65,6 +65,11 @@ const tierOf = (candidate: Candidate, now: number): number =>
 
 let pickCounter = 0
 
+/** Where pick order numbers come from: by default this module's counter; worker threads share one per server. */
+export type NextPick = () => number
+
+const nextLocalPick: NextPick = () => ++pickCounter
+
 /** Smooth weighted round robin (as nginx): every candidate gains its weight, the richest is picked and pays the total. */
 const pickRoundRobin = (usable: Array<Candidate>, now: number, slowStart: SlowStart | undefined): Candidate => {
   let total = 0
@@ -95,13 +100,15 @@ const pickLeastConn = (usable: Array<Candidate>, now: number, slowStart: SlowSta
 
 /**
  * The order to try the addresses in: usable ones first (by strategy), then drained ones, then ejected or
- * unhealthy ones, so that a login still gets a chance when everything looks down.
+ * unhealthy ones, so that a login still gets a chance when everything looks down. `nextPick` numbers the pick
+ * (`lastPicked`, for least_conn ties).
  */
 export const orderCandidates = (
   strategy: BalanceStrategy,
   candidates: ReadonlyArray<Candidate>,
   now: number,
-  slowStart: SlowStart | undefined
+  slowStart: SlowStart | undefined,
+  nextPick: NextPick = nextLocalPick
 ): Array<Candidate> => {
   const tiers: [Array<Candidate>, Array<Candidate>, Array<Candidate>] = [[], [], []]
   for (const candidate of candidates) tiers[tierOf(candidate, now)]!.push(candidate)
@@ -113,6 +120,6 @@ export const orderCandidates = (
     usable.splice(usable.indexOf(first), 1)
     usable.unshift(first)
   }
-  if (usable.length > 0) usable[0]!.state.lastPicked = ++pickCounter
+  if (usable.length > 0) usable[0]!.state.lastPicked = nextPick()
   return [...usable, ...drained, ...down]
 }
