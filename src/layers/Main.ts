@@ -9,6 +9,7 @@ import { configStoreFromFiles } from "../services/config/fileStore.js"
 import { ServerSource } from "../services/config/ServerSource.js"
 import { ContainersLayer } from "./Containers.js"
 import { DevConfigStore, demoProvider } from "./Dev.js"
+import { SharedMemory } from "../services/SharedMemory.js"
 import { makeProxyLayer } from "./Proxy.js"
 import { logStartup } from "./Startup.js"
 
@@ -34,6 +35,8 @@ export const MainLayer = (options: MainOptions) => {
     Layer.provideMerge(ServerSource.layer)
   )
   const config = (options.dev ? DevConfigStore.pipe(Layer.provide(base)) : base).pipe(Layer.provideMerge(Platform))
+  // The state shared by the data plane's threads, and the configuration as they see it: with each server's slots in it.
+  const shared = SharedMemory.slotting.pipe(Layer.provideMerge(SharedMemory.layer(1)), Layer.provideMerge(config))
   const proxy = makeProxyLayer(options.dev ? { serverManager: { makeProvider: demoProvider } } : {})
-  return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(config))
+  return proxy.pipe(Layer.provideMerge(Announce), Layer.provideMerge(shared))
 }

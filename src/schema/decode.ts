@@ -208,6 +208,18 @@ export interface ServerDefinition {
   readonly file: string
   readonly source: ServerOrigin
   readonly config: ServerConfig
+  /**
+   * Where the server's counts and its addresses' balancer state live in the state shared by every thread: the
+   * server's slot, and one per address in configuration order (-1: none). Set by the main thread when it publishes a
+   * configuration (SharedMemory); absent, the server's state is this thread's own.
+   */
+  readonly slots?: ServerSlots
+}
+
+/** A server's places in the shared state (see ServerDefinition.slots). */
+export interface ServerSlots {
+  readonly server: number
+  readonly addresses: ReadonlyArray<number>
 }
 
 /**

@@ -114,7 +114,7 @@ const make = (connectTo: Connector) =>
             current.destroy()
             socket = undefined
             failures.push({ address: formatHostPort(address), reason })
-            balancer.dataPlane.failed(server.id, address, monotonicMillisOf(clock))
+            balancer.dataPlane.failed(server, address, monotonicMillisOf(clock))
             attempt()
           }
           const onError = (error: Error) => failed(describeError(error))
@@ -122,7 +122,7 @@ const make = (connectTo: Connector) =>
             settle()
             current.on("error", ignoreError) // errors surface through the relay
             applyKeepalive(current, keepaliveParams(global))
-            balancer.dataPlane.succeeded(server.id, address, monotonicMillisOf(clock))
+            balancer.dataPlane.succeeded(server, address, monotonicMillisOf(clock))
             socket = undefined
             resume(Effect.succeed({ socket: current, address, failures }))
           }

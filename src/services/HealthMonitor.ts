@@ -107,7 +107,7 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
               : Effect.logWarning(`health: ${name} is down (${failureOf(result.cause)})`)
           }
           healthy = nowHealthy
-          yield* balancer.setHealth(server.id, address, healthy)
+          yield* balancer.setHealth(server, address, healthy)
           yield* Effect.sleep(healthy ? settings.interval : settings.unhealthy_interval)
         }
       })
@@ -131,7 +131,7 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
           const server = snapshot.servers.get(serverId!)
           const address = server?.config.addresses.find((a) => `${server.id}|${formatHostPort(a)}` === key)
           // An address no longer probed is trusted again rather than kept down by a stale verdict.
-          if (server !== undefined && address !== undefined) yield* balancer.setHealth(server.id, address, true)
+          if (server !== undefined && address !== undefined) yield* balancer.setHealth(server, address, true)
         }
       }
       for (const [key, { server, address, settings }] of wanted) {

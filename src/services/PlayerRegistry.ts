@@ -4,7 +4,11 @@
  * Byte counters are read from the relay on demand, so it pays nothing per chunk.
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { ServerDefinition } from "../schema/decode.js"
 import { releaseOnce } from "./once.js"
+import type { PlayerCounter } from "./shared/counters.js"
+import { SharedMemory } from "./SharedMemory.js"
 import type { ByteMeter } from "./relay/RelayMode.js"
 
 export interface SessionEntry {
@@ -52,14 +56,21 @@ export interface SessionLease {
 
 /** The connection path's surface: synchronous, called for every login. */
 export interface PlayerRegistryDataPlane {
-  /** Adds a session at `since` (epoch ms) until its lease is released. */
-  readonly add: (entry: Omit<SessionEntry, "since">, since: number) => SessionLease
-  /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
-  readonly countFor: (serverId: string) => number
+  /**
+   * Adds a session at `since` (epoch ms) until its lease is released, taking a place under the server's
+   * `max_players` (proxy-wide, whichever thread takes it); undefined when the server is full.
+   */
+  readonly admit: (server: ServerDefinition, entry: Omit<SessionEntry, "since">, since: number) => SessionLease | undefined
+  /** Live sessions of one server, all threads (players being connected count too). */
+  readonly countFor: (server: ServerDefinition) => number
 }
 
+const noPlace = () => {}
+
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
-  effect: Effect.sync(() => {
+  effect: Effect.map(Effect.serviceOption(SharedMemory), (memory) => {
+    // Places under max_players: in the shared counters for servers with slots, else counted here.
+    const counter: PlayerCounter | undefined = Option.getOrUndefined(memory)?.players
     // A plain Map owned by this service: sessions come and go at connection rate, and copying an immutable
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
@@ -73,6 +84,21 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     // A plain callback rather than a scope: a relayed session outlives the fiber that set it up, and its relay
     // releases the lease when the connection ends.
+    /** A place under `max` on a server, or undefined when it is full. */
+    const takePlace = (server: ServerDefinition): (() => void) | undefined => {
+      const max = server.config.max_players
+      const slot = server.slots?.server
+      if (counter !== undefined && slot !== undefined) return counter.admit(slot, max)
+      return max > 0 && (perServer.get(server.id) ?? 0) >= max ? undefined : noPlace
+    }
+
+    const admit = (server: ServerDefinition, entry: Omit<SessionEntry, "since">, since: number): SessionLease | undefined => {
+      const place = takePlace(server)
+      if (place === undefined) return undefined
+      const lease = add(entry, since)
+      return { ...lease, release: () => (lease.release(), place()) }
+    }
+
     const add = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {
       const session: SessionEntry = {
         id: entry.id,
@@ -127,14 +153,19 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     }
 
     const dataPlane: PlayerRegistryDataPlane = {
-      add,
-      countFor: (serverId) => perServer.get(serverId) ?? 0
+      admit,
+      countFor: (server) => {
+        const slot = server.slots?.server
+        return counter !== undefined && slot !== undefined ? counter.count(slot) : (perServer.get(server.id) ?? 0)
+      }
     }
 
     return {
       dataPlane,
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
+      /** Live sessions of one server known to this registry. */
+      playersOn: (serverId: string): Effect.Effect<number> => Effect.sync(() => perServer.get(serverId) ?? 0),
       total: Effect.sync(() => sessions.size),
       /**
        * Ends one session with a reason the player is shown where the protocol allows; false when no such session is

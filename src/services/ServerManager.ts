@@ -309,7 +309,7 @@ const make = (options: ServerManagerOptions) =>
         const status = yield* SubscriptionRef.get(entry.status)
         if (status.state !== "online") return
         const now = yield* monotonicMillis
-        if (registry.dataPlane.countFor(entry.id) > 0) {
+        if ((yield* registry.playersOn(entry.id)) > 0) {
           entry.lastBusy = now
           return
         }

@@ -143,7 +143,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const snapshot = yield* store.get
         const server = request.server
         const entry = motdEntryFor(state, server?.config.motd, snapshot.global.default_motd)
-        const online = server === undefined ? 0 : registry.dataPlane.countFor(server.id)
+        const online = server === undefined ? 0 : registry.dataPlane.countFor(server)
         const json = composeStatus({
           entry,
           fallbackText: server === undefined ? UNKNOWN_DOMAIN_TEXT : BUILT_IN_TEXT[state],

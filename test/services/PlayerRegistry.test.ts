@@ -2,7 +2,9 @@
  * The player registry: live sessions with byte counts read on demand, per-server counts, and leases that give a
  * session back once.
  */
-import { Effect } from "effect"
+import { Effect, Either, Layer } from "effect"
+import { decodeServerText, type ServerDefinition } from "../../src/schema/decode.js"
+import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { describe, expect, it } from "vitest"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 
@@ -19,12 +21,26 @@ const entry = (id: number, serverId: string) => ({
 const run = <A>(body: (registry: PlayerRegistry) => A): A =>
   Effect.runSync(Effect.map(PlayerRegistry, body).pipe(Effect.provide(PlayerRegistry.Default)))
 
+const definition = (id: string, maxPlayers = 0, slot?: number): ServerDefinition => {
+  const decoded = Either.getOrThrow(decodeServerText(`${id}.toml`, `${id}.toml`, `addresses = ["a:1"]\nmax_players = ${maxPlayers}`))
+  return slot === undefined ? decoded : { ...decoded, slots: { server: slot, addresses: [slot] } }
+}
+const lobby = definition("lobby")
+const survival = definition("survival")
+const serverOf = (id: string) => (id === "lobby" ? lobby : survival)
+/** Admits a session that must get in. */
+const add = (registry: PlayerRegistry, e: ReturnType<typeof entry>, since: number) => {
+  const lease = registry.dataPlane.admit(serverOf(e.serverId), e, since)
+  if (lease === undefined) throw new Error(`${e.id} was refused`)
+  return lease
+}
+
 describe("PlayerRegistry", () => {
   it("lists sessions with their backend and byte counts, and counts them per server", () => {
     run((registry) => {
-      const a = registry.dataPlane.add(entry(1, "lobby"), 1_000)
-      registry.dataPlane.add(entry(2, "lobby"), 2_000)
-      registry.dataPlane.add(entry(3, "survival"), 3_000)
+      const a = add(registry, entry(1, "lobby"), 1_000)
+      add(registry, entry(2, "lobby"), 2_000)
+      add(registry, entry(3, "survival"), 3_000)
       let bytesIn = 10
       a.attachBackend("127.0.0.1:25566", { bytesIn: () => bytesIn, bytesOut: () => 20 })
       bytesIn = 15
@@ -36,19 +52,19 @@ describe("PlayerRegistry", () => {
         since: 1_000
       })
       expect(listed.find((session) => session.id === 2)).toMatchObject({ backendAddress: undefined, bytesIn: 0 })
-      expect(registry.dataPlane.countFor("lobby")).toBe(2)
-      expect(registry.dataPlane.countFor("survival")).toBe(1)
+      expect(registry.dataPlane.countFor(lobby)).toBe(2)
+      expect(registry.dataPlane.countFor(survival)).toBe(1)
       expect(Effect.runSync(registry.total)).toBe(3)
     })
   })
 
   it("a released lease leaves at once and only once", () => {
     run((registry) => {
-      const lease = registry.dataPlane.add(entry(1, "lobby"), 0)
-      registry.dataPlane.add(entry(2, "lobby"), 0)
+      const lease = add(registry, entry(1, "lobby"), 0)
+      add(registry, entry(2, "lobby"), 0)
       lease.release()
       lease.release()
-      expect(registry.dataPlane.countFor("lobby")).toBe(1)
+      expect(registry.dataPlane.countFor(lobby)).toBe(1)
       const listed = Effect.runSync(registry.list)
       expect(listed.map((session) => session.id)).toEqual([2])
     })
@@ -57,9 +73,9 @@ describe("PlayerRegistry", () => {
   it("ends a session from outside through its ender, once, and an ender attached later at once", () => {
     run((registry) => {
       const ended: Array<string> = []
-      const a = registry.dataPlane.add(entry(1, "lobby"), 0)
+      const a = add(registry, entry(1, "lobby"), 0)
       a.attachEnder({ end: (reason) => ended.push(`a:${reason}`) })
-      const b = registry.dataPlane.add(entry(2, "lobby"), 0)
+      const b = add(registry, entry(2, "lobby"), 0)
       expect(Effect.runSync(registry.end(1, "kicked"))).toBe(true)
       expect(Effect.runSync(registry.end(1, "again"))).toBe(true)
       expect(ended).toEqual(["a:kicked"])
@@ -68,10 +84,31 @@ describe("PlayerRegistry", () => {
       b.attachEnder({ end: (reason) => ended.push(`b:${reason}`) })
       expect(ended).toEqual(["a:kicked", "b:banned"])
       // A session ended from outside stays counted until its connection closes and the lease is released.
-      expect(registry.dataPlane.countFor("lobby")).toBe(2)
+      expect(registry.dataPlane.countFor(lobby)).toBe(2)
       a.release()
       expect(Effect.runSync(registry.end(1, "gone"))).toBe(false)
-      expect(registry.dataPlane.countFor("lobby")).toBe(1)
+      expect(registry.dataPlane.countFor(lobby)).toBe(1)
     })
+  })
+
+  it.each([
+    { kind: "counted here", slot: undefined },
+    { kind: "in the shared counters", slot: 7 }
+  ])("max_players takes places exactly and gives them back once ($kind)", ({ slot }) => {
+    const full = definition("full", 2, slot)
+    Effect.runSync(
+      Effect.map(PlayerRegistry, (registry) => {
+        const a = registry.dataPlane.admit(full, entry(1, "full"), 0)
+        const b = registry.dataPlane.admit(full, entry(2, "full"), 0)
+        expect(registry.dataPlane.admit(full, entry(3, "full"), 0)).toBeUndefined()
+        expect(registry.dataPlane.countFor(full)).toBe(2)
+        a!.release()
+        a!.release()
+        expect(registry.dataPlane.countFor(full)).toBe(1)
+        expect(registry.dataPlane.admit(full, entry(4, "full"), 0)).toBeDefined()
+        expect(registry.dataPlane.admit(full, entry(5, "full"), 0)).toBeUndefined()
+        b!.release()
+      }).pipe(Effect.provide(PlayerRegistry.Default.pipe(Layer.provide(SharedMemory.layer(1)))))
+    )
   })
 })

@@ -6,10 +6,13 @@ import { Schema } from "effect"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { compileFilter, isAllowed } from "../../src/services/IpFilter.js"
-import { MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter, SlidingWindowLimiter } from "../../src/services/RateLimiter.js"
+import { MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter } from "../../src/services/RateLimiter.js"
+import { SharedMemory } from "../../src/services/SharedMemory.js"
+import { SlidingWindowLimiter } from "./shared/slidingWindowModel.js"
 
 const layerWith = (rateLimit: Record<string, unknown>) =>
   RateLimiter.Default.pipe(
+    Layer.provide(SharedMemory.layer(1)),
     Layer.provideMerge(
       ConfigStore.layerStatic({
         configFile: "proxy.toml",

@@ -117,10 +117,11 @@ const playerOn = (serverId: string, id: number) =>
     const scope = yield* Scope.make()
     yield* Effect.acquireRelease(
       Effect.map(Clock.currentTimeMillis, (since) =>
-        registry.dataPlane.add(
+        registry.dataPlane.admit(
+          Either.getOrThrow(decodeServerText(`${serverId}.toml`, `${serverId}.toml`, `addresses = ["127.0.0.1:1"]`)),
           { id, serverId, clientAddress: "127.0.0.1", clientPort: 40000 + id, protocolVersion: 765, name: `p${id}`, uuid: undefined },
           since
-        )
+        )!
       ),
       (lease) => Effect.sync(lease.release)
     ).pipe(Scope.extend(scope))

@@ -21,6 +21,7 @@ import { BanStore } from "../../src/services/BanStore.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { Session } from "../../src/services/Session.js"
+import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { memoryConnection } from "../helpers/memorySocket.js"
 import { waitFor } from "../helpers/wait.js"
 
@@ -54,7 +55,7 @@ const layer = makeSessionLayer({
   }),
   backend: memoryBackend
 }).pipe(
-  Layer.provide(ConfigStore.layerStatic(snapshot)),
+  Layer.provide(SharedMemory.slotting.pipe(Layer.provideMerge(SharedMemory.layer(1)), Layer.provideMerge(ConfigStore.layerStatic(snapshot)))),
   Layer.provide(Layer.mergeAll(FileSystem.layerNoop({}), FetchHttpClient.layer, NodeCommandExecutor.layer.pipe(Layer.provide(FileSystem.layerNoop({}))))),
   Layer.provide(Logger.minimumLogLevel(LogLevel.None))
 )

@@ -1,6 +1,6 @@
 /**
  * The admission phase: reads Login Start, then the checks a login passes before Portal dials its backend (player
- * bans, modes this version cannot serve, `max_players`), takes the player's place in the registry, and wakes a
+ * bans, modes this version cannot serve), takes the player's place in the registry under `max_players`, and wakes a
  * sleeping server (waiting for it). All checks are synchronous; only the wake waits.
  */
 import type * as Clock from "effect/Clock"
@@ -62,11 +62,8 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     if (forwardingModeOf(server, snapshot.global) === "modern") {
       return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable)
     }
-    const max = server.config.max_players
-    if (max > 0 && registry.countFor(server.id) >= max) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`), MESSAGES.serverFull)
-    }
-    const lease = registry.add(
+    const lease = registry.admit(
+      server,
       {
         id: connection.id,
         serverId: server.id,
@@ -78,6 +75,9 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
       },
       now
     )
+    if (lease === undefined) {
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull)
+    }
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
     if (!manager.dataPlane.manages(server.id)) return Effect.succeed(admitted)

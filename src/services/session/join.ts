@@ -76,7 +76,7 @@ export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, in
     const { connection, peer, reader } = opened
     const client = connection.socket
     if (gone(client)) return CLOSED
-    const releases = [admitted.lease.release, balancer.acquire(server.id, address)]
+    const releases = [admitted.lease.release, balancer.acquire(server, address)]
     const preamble = backendPreamble(server, peer)
     const replay = [handshakeBytes, admitted.start.raw, reader.takeBuffered()]
     // Not waited for: the relay starts at once and reports a failed write as the backend's error.

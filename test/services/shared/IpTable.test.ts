@@ -1,6 +1,6 @@
 /** The shared address table on one thread: windows, handshakes, eviction, sweep, ledgers, and exactness. */
 import { describe, expect, it } from "vitest"
-import { SlidingWindowLimiter } from "../../../src/services/RateLimiter.js"
+import { SlidingWindowLimiter } from "./slidingWindowModel.js"
 import { int32View } from "../../../src/services/shared/layout.js"
 import { attachSharedState, createSharedState, type SharedStateOptions } from "../../../src/services/shared/SharedState.js"
 
