@@ -1251,6 +1251,20 @@ napi_value CloseFd(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// localPort(fd) -> port: the port a socket is bound to (getsockname), for a listening socket bound to port 0.
+napi_value LocalPort(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return throwErrno(env, "localPort", errno);
+  const int port = storage.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port)
+                                                 : ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  napi_value result;
+  napi_create_int32(env, port, &result);
+  return result;
+}
+
 // getReusePort(fd) -> boolean: whether SO_REUSEPORT is set on a socket, for tests and diagnostics.
 napi_value GetReusePort(napi_env env, napi_callback_info info) {
   int fd;
@@ -1291,6 +1305,7 @@ NAPI_MODULE_INIT() {
       {"dupFd", nullptr, DupFd, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"closeFd", nullptr, CloseFd, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getReusePort", nullptr, GetReusePort, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"localPort", nullptr, LocalPort, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

@@ -75,7 +75,9 @@ if (args!.check) {
     teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? Number(exit.value) : 1)
   })
 } else {
-  const program = Layer.launch(MainLayer({ configFile, dev: args!.dev! })).pipe(
+  const program = Layer.launch(
+    MainLayer({ configFile, dev: args!.dev!, log: { format: logFormat, level: logLevel, colors: process.stdout.isTTY === true } })
+  ).pipe(
     Effect.as(0),
     Effect.catchTag("ConfigError", (error) =>
       Effect.sync(() => {

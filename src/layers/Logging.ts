@@ -11,7 +11,7 @@ export type LogFormat = "pretty" | "json"
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "none"] as const
 export type LogLevelName = (typeof LOG_LEVELS)[number]
 
-const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
+export const logLevelOf: Record<LogLevelName, LogLevel.LogLevel> = {
   trace: LogLevel.Trace,
   debug: LogLevel.Debug,
   info: LogLevel.Info,
@@ -21,7 +21,7 @@ const LEVELS: Record<LogLevelName, LogLevel.LogLevel> = {
   none: LogLevel.None
 }
 
-const messageText = (message: unknown): string => {
+export const messageText = (message: unknown): string => {
   const parts = Array.isArray(message) ? message : [message]
   return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 }
@@ -82,8 +82,8 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
 })
 
 /** Replaces Effect's default logger and sets the minimum level. */
-export const loggingLayer = (format: LogFormat, level: LogLevelName) =>
+export const loggingLayer = (format: LogFormat, level: LogLevelName, colors = process.stdout.isTTY === true) =>
   Layer.merge(
-    Logger.replace(Logger.defaultLogger, format === "json" ? jsonLogger : prettyLogger(process.stdout.isTTY === true)),
-    Logger.minimumLogLevel(LEVELS[level])
+    Logger.replace(Logger.defaultLogger, format === "json" ? jsonLogger : prettyLogger(colors)),
+    Logger.minimumLogLevel(logLevelOf[level])
   )

@@ -2,6 +2,7 @@
  * The proxy's services wired together, given a ConfigStore and the platform. Each service is built once here;
  * production (Main) and development (Dev) differ only in the ConfigStore and the server-manager providers.
  */
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Backend } from "../services/Backend.js"
 import { BanEnforcer } from "../services/BanEnforcer.js"
@@ -11,6 +12,7 @@ import { Forwarding } from "../services/Forwarding.js"
 import { HealthMonitor } from "../services/HealthMonitor.js"
 import { IpFilter } from "../services/IpFilter.js"
 import { Listener } from "../services/Listener.js"
+import { ListeningAddress } from "../services/listener/listen.js"
 import { PlayerRegistry } from "../services/PlayerRegistry.js"
 import { RateLimiter } from "../services/RateLimiter.js"
 import { Relay } from "../services/Relay.js"
@@ -18,6 +20,7 @@ import { Router } from "../services/Router.js"
 import { ServerManager, type ServerManagerOptions } from "../services/ServerManager.js"
 import { Session } from "../services/Session.js"
 import { StatusService } from "../services/StatusService.js"
+import { WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
 export interface ProxyOptions {
@@ -46,6 +49,28 @@ export const makeSessionLayer = (options: ProxyOptions = {}) => {
 }
 
 /** Every service of the proxy plus the listener; accepting starts when this layer is built. */
-export const makeProxyLayer = (options: ProxyOptions = {}) => Listener.Default.pipe(Layer.provideMerge(makeSessionLayer(options)))
+export const makeProxyLayer = (options: ProxyOptions = {}) => {
+  const listener = Listener.Default.pipe(Layer.provideMerge(makeSessionLayer(options)))
+  return Layer.effect(ListeningAddress, Effect.map(Listener, (listening) => listening.address)).pipe(Layer.provideMerge(listener))
+}
+
+/**
+ * The main thread's services when worker threads run the data plane: the control plane (configuration, bans,
+ * server managers, health checks, the status cache, the registry of every worker's sessions) and the worker pool.
+ */
+export const makeControlLayer = (options: ProxyOptions & { readonly workers: WorkerPoolOptions }) => {
+  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default)
+  const Edges = Layer.mergeAll(
+    options.backend ?? Backend.Default,
+    Forwarding.Default,
+    RateLimiter.Default,
+    options.bans ?? BanStore.Default,
+    HealthMonitor.Default,
+    ServerManager.Default(options.serverManager)
+  ).pipe(Layer.provideMerge(State))
+  const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
+  const pool = WorkerPool.layer(options.workers).pipe(Layer.provideMerge(Answers))
+  return Layer.effect(ListeningAddress, Effect.map(WorkerPool, (workers) => workers.address)).pipe(Layer.provideMerge(pool))
+}
 
 export const ProxyLayer = makeProxyLayer()

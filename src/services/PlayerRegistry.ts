@@ -162,6 +162,11 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     return {
       dataPlane,
+      /**
+       * Lists a session another thread admitted (its place under max_players is that thread's), until the lease is
+       * released: how the main thread knows the sessions of its worker threads.
+       */
+      track: (entry: SessionEntry): SessionLease => add(entry, entry.since),
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
       /** Live sessions of one server known to this registry. */

@@ -90,7 +90,7 @@ describe("PROXY protocol in", () => {
     await join(portal.port, "mc.example.com", { preamble: v2Header("198.51.100.77", 40000) })
     expect(backend.handshakes.at(-1)!.host.split("\0")[1]).toBe("198.51.100.77")
     // The connection's log fields: its number, the address from the header, the server it was routed to.
-    await portal.waitForLog(/joined main .* conn=\d+ ip=198\.51\.100\.77 server=main$/)
+    await portal.waitForLog(/joined main .* conn=\d+ ip=198\.51\.100\.77 server=main( worker=\d+)?$/)
     // Status pings go through the header too.
     expect(reasonText((await ping(portal.port, "mc.example.com", "1.20.4", Buffer.from("PROXY TCP6 2001:db8::1 ::1 1 2\r\n"))).description)).toBe("motd of main")
   })

@@ -15,7 +15,8 @@ import { join, startBackend } from "../peers/minecraft.js"
 const support = keepaliveSupport()
 const loaded = loadNativeAddon()
 
-const proxyToml = (keepalive: string) => `bind = "127.0.0.1:0"\n[keepalive]\n${keepalive}`
+// One thread: the test reads the socket options of the sockets this process accepted.
+const proxyToml = (keepalive: string) => `bind = "127.0.0.1:0"\nworker_threads = 1\n[keepalive]\n${keepalive}`
 
 describe.skipIf(!support.full)(support.full ? "socket options" : `socket options (skipped: ${support.reason})`, () => {
   const addon = (loaded as { addon: NativeAddon }).addon

@@ -2,7 +2,7 @@
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterEach } from "vitest"
 import { MainLayer } from "../../src/layers/Main.js"
-import { Listener } from "../../src/services/Listener.js"
+import { ListeningAddress } from "../../src/services/listener/listen.js"
 import { logFieldsOf } from "../../src/services/log/connectionFields.js"
 import { waitFor } from "./wait.js"
 
@@ -32,10 +32,10 @@ export const startPortal = async (configFile: string, options: { dev?: boolean }
     Layer.provide(Layer.merge(Logger.replace(Logger.defaultLogger, capture), Logger.minimumLogLevel(LogLevel.Debug)))
   )
   const runtime = ManagedRuntime.make(layer)
-  const listener = await runtime.runPromise(Listener)
+  const address = await runtime.runPromise(ListeningAddress)
   let stopped = false
   const portal: RunningPortal = {
-    port: listener.address.port,
+    port: address.port,
     logs,
     waitForLog: (pattern, timeoutMs = 5000) =>
       waitFor(() => logs.find((line) => pattern.test(line)), { timeoutMs, what: `log ${pattern}\n${logs.join("\n")}` }),

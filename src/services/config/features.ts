@@ -8,6 +8,7 @@ import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"
 import { keepaliveSupport } from "../native/keepalive.js"
 import { spliceSupport } from "../relay/zeroCopy.js"
+import { reusePortUnsupported, workerThreadsUnsupported } from "../workers/listening.js"
 
 export interface InactiveFeature {
   /** Where it is configured: `[telemetry]`, `servers/lobby.toml: proxy_mode`. */
@@ -28,8 +29,13 @@ export const inactiveFeatures = (
   const out: Array<InactiveFeature> = []
   const add = (where: string, what: string) => out.push({ where, what })
   const workers = global.worker_threads === 0 ? availableParallelism() : global.worker_threads
-  if (workers > 1) add("worker_threads", `asks for ${workers} workers; Portal runs one process for now`)
-  if (global.so_reuseport) add("so_reuseport", "multi-process listening is not active yet")
+  const noWorkers = workers > 1 ? workerThreadsUnsupported() : undefined
+  if (noWorkers !== undefined) add("worker_threads", `asks for ${workers} workers, but ${noWorkers}; Portal runs on one thread`)
+  if (global.so_reuseport) {
+    const noReusePort = reusePortUnsupported()
+    if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
+    else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
+  }
   if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
   if (global.web !== undefined) add("[web]", "the admin API and web UI are not active yet")
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")

@@ -3,6 +3,7 @@
  * (once on the listening socket, which accepted sockets inherit, where it can), and runs each connection's Session in
  * its own fiber. On shutdown it stops accepting, lets live sessions finish for a bounded time, then closes them.
  */
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -31,7 +32,11 @@ export const shutdownGrace = (): Duration.Duration => {
 }
 
 /** Where a listener gets its socket: `bind` itself, or a listening socket made for it (a worker's copy, SO_REUSEPORT). */
-export type ListenTarget = { readonly _tag: "Bind" } | { readonly _tag: "Fd"; readonly fd: number }
+export type ListenTarget =
+  | { readonly _tag: "Bind" }
+  | { readonly _tag: "Fd"; readonly fd: number }
+  /** `host:port` with Node's own SO_REUSEPORT (Node 22.12+). */
+  | { readonly _tag: "ReusePort"; readonly host: string; readonly port: number }
 
 export interface ListenerOptions {
   /** Runs one connection; never fails. */
@@ -103,7 +108,7 @@ export const listen = (options: ListenerOptions) =>
     })
 
     const target = options.target ?? { _tag: "Bind" }
-    const address = target._tag === "Bind" ? formatHostPort(bind) : `${formatHostPort(bind)} (descriptor ${target.fd})`
+    const address = target._tag === "Fd" ? `${formatHostPort(bind)} (descriptor ${target.fd})` : formatHostPort(bind)
     yield* Effect.async<void, ListenError>((resume) => {
       const onError = (error: NodeJS.ErrnoException) =>
         resume(Effect.fail(new ListenError({ address, reason: error.code === "EADDRINUSE" ? "the address is already in use" : error.message })))
@@ -114,7 +119,11 @@ export const listen = (options: ListenerOptions) =>
         resume(Effect.void)
       }
       if (target._tag === "Bind") server.listen({ host: bind.host, port: bind.port }, ready)
-      else server.listen({ fd: target.fd }, ready)
+      else if (target._tag === "Fd") server.listen({ fd: target.fd }, ready)
+      else {
+        const options: net.ListenOptions & { readonly reusePort: boolean } = { host: target.host, port: target.port, reusePort: true }
+        server.listen(options, ready)
+      }
     })
     server.on("error", (error) => runFork(Effect.logError(`listener error: ${error.message}`)))
     const bound = server.address() as net.AddressInfo
@@ -141,3 +150,9 @@ export const listen = (options: ListenerOptions) =>
     }
   })
 
+
+/** Where the proxy listens for players (port 0 in `bind` resolved), whichever thread accepts. */
+export class ListeningAddress extends Context.Tag("portal/ListeningAddress")<
+  ListeningAddress,
+  { readonly host: string; readonly port: number }
+>() {}

@@ -57,6 +57,19 @@ export interface NativeAddon {
    * flight, the pipe2() calls that failed (no fd left) since the process started, and the most idle pipes kept.
    */
   pipePoolDiagnostic(): { idle: number; busy: number; failures: number; maxIdle: number }
+  /**
+   * A listening TCP socket bound to a numeric address (SO_REUSEADDR; SO_REUSEPORT when `reusePort` is 1), owned by the
+   * caller: Node listens on it with listen({ fd }). Throws an Error with the errno name as `code`.
+   */
+  listenTcp(address: string, port: number, backlog: number, reusePort: number): number
+  /** A close-on-exec duplicate of an fd. */
+  dupFd(fd: number): number
+  /** Closes an fd no Node handle owns. */
+  closeFd(fd: number): void
+  /** Whether SO_REUSEPORT is set on a socket (tests and diagnostics). */
+  getReusePort(fd: number): boolean
+  /** The port a socket is bound to. */
+  localPort(fd: number): number
 }
 
 export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }

@@ -3,6 +3,8 @@
  * a plain structured-cloneable object with a `_tag`; calls carry an `id` that their reply repeats.
  */
 import type { ServerState } from "../../schema/common.js"
+import type { SharedBuffers } from "../shared/SharedState.js"
+import type { WorkerListen } from "./listening.js"
 import type { Handshake } from "../../protocol/handshake.js"
 import type { Ban } from "../bans/file.js"
 import type { SessionEntry } from "../PlayerRegistry.js"
@@ -49,8 +51,39 @@ export type FromWorker =
   | { readonly _tag: "Ready"; readonly address: { readonly host: string; readonly port: number } }
   | { readonly _tag: "Failed"; readonly reason: string }
   | WorkerCall
-  | { readonly _tag: "SessionAdded"; readonly entry: SessionEntry }
-  | { readonly _tag: "SessionBackend"; readonly sessionId: number; readonly backendAddress: string }
-  | { readonly _tag: "SessionRemoved"; readonly sessionId: number }
+  /** Sessions that came, found their backend or left since the last batch, in order. */
+  | { readonly _tag: "Sessions"; readonly events: ReadonlyArray<SessionEvent> }
   | { readonly _tag: "Bytes"; readonly id: number; readonly sessions: ReadonlyArray<SessionBytes> }
   | { readonly _tag: "Drained" }
+  /** Log records, written by the main thread's logger (one format, one output, the worker's index among the fields). */
+  | { readonly _tag: "Logs"; readonly records: ReadonlyArray<WorkerLogRecord> }
+
+/** A change to a worker's sessions, for the main thread's registry. */
+export type SessionEvent =
+  | { readonly _tag: "Added"; readonly entry: SessionEntry }
+  | { readonly _tag: "Backend"; readonly sessionId: number; readonly backendAddress: string }
+  | { readonly _tag: "Removed"; readonly sessionId: number; readonly bytesIn: number; readonly bytesOut: number }
+
+/** What a worker thread starts with (`workerData`). */
+export interface WorkerData {
+  /** 0-based; also the worker's ledger in the shared state. */
+  readonly index: number
+  readonly shared: SharedBuffers
+  readonly listen: WorkerListen
+  readonly snapshot: string
+  readonly bans: ReadonlyArray<Ban>
+  readonly states: ReadonlyArray<readonly [string, ServerState]>
+  readonly log: { readonly format: "pretty" | "json"; readonly level: string; readonly colors: boolean }
+  /** Whether test-only messages (Crash) are honoured. */
+  readonly testHooks: boolean
+}
+
+/** One log line of a worker, as its logger saw it. */
+export interface WorkerLogRecord {
+  /** The level's label (INFO, WARN, ...). */
+  readonly level: string
+  readonly message: string
+  /** The line's fields in order: the connection's (conn, ip, server), then the annotations (worker, ...). */
+  readonly fields: ReadonlyArray<readonly [string, unknown]>
+  readonly cause: string | undefined
+}

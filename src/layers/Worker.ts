@@ -1,0 +1,259 @@
+/**
+ * A worker thread's data plane: its listening socket, the session pipeline and the relays, built from replicas of
+ * what the main thread owns (the configuration, the ban index, the servers' states), the state shared by every
+ * thread (rate windows, handshakes in progress, connection and player counts, balancer state), and calls to the
+ * main thread for what only it can do (wake a sleeping server, answer a ping from the status cache). The sessions it
+ * admits are reported to the main thread's registry; the main thread can end one with a reason.
+ *
+ * It loads no schema and no configuration file code: the configuration arrives decoded (workers/snapshotWire.ts).
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Runtime from "effect/Runtime"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import type { MessagePort } from "node:worker_threads"
+import type { ServerState } from "../schema/common.js"
+import { Backend } from "../services/Backend.js"
+import { Balancer } from "../services/Balancer.js"
+import type { BanDataPlane } from "../services/BanStore.js"
+import { buildIndex, findIpBan, findPlayerBan } from "../services/bans/lookup.js"
+import { ConfigStore } from "../services/ConfigStore.js"
+import { Forwarding } from "../services/Forwarding.js"
+import { IpFilter } from "../services/IpFilter.js"
+import { listen } from "../services/listener/listen.js"
+import { releaseOnce } from "../services/once.js"
+import { PlayerRegistry, type PlayerRegistryDataPlane } from "../services/PlayerRegistry.js"
+import { rateLimiterDataPlane } from "../services/RateLimiter.js"
+import { Relay } from "../services/Relay.js"
+import { Router } from "../services/Router.js"
+import type { EnsureResult } from "../services/ServerManager.js"
+import { makePipeline } from "../services/session/pipeline.js"
+import { SharedMemory } from "../services/SharedMemory.js"
+import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
+import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
+import { makeCalls } from "../services/workers/calls.js"
+import type { FromWorker, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "../services/workers/messages.js"
+import { decodeSnapshot } from "../services/workers/snapshotWire.js"
+import { LOG_LEVELS, type LogLevelName, logLevelOf, messageText } from "./Logging.js"
+import { logFieldsOf } from "../services/log/connectionFields.js"
+
+/** A wake waits up to 25 s on the main thread; the call allows for that and a little more. */
+const WAKE_CALL_MS = 60_000
+const STATUS_CALL_MS = 10_000
+
+/** The answer a ping gets when the main thread cannot give one (it is stopping): the server shown unreachable. */
+const unreachableAnswer = (request: StatusRequest): StatusAnswer => {
+  const json = composeStatus({
+    entry: undefined,
+    fallbackText: BUILT_IN_TEXT.unreachable,
+    protocolVersion: request.handshake.protocolVersion,
+    online: 0,
+    max: request.server?.config.max_players ?? 0
+  })
+  return { json, text: JSON.stringify(json), source: "composed", state: "unreachable" }
+}
+
+const levelOf = (level: string): LogLevelName => LOG_LEVELS.find((known) => known === level) ?? "info"
+
+export const runWorker = (data: WorkerData, port: MessagePort): void => {
+  const post = (message: FromWorker) => port.postMessage(message)
+  const calls = makeCalls((message) => port.postMessage(message))
+
+  // Session events and log lines go to the main thread in batches, one message of each per turn of the event loop.
+  let pending: Array<SessionEvent> = []
+  let logs: Array<WorkerLogRecord> = []
+  let flushing = false
+  const flush = () => {
+    flushing = false
+    const events = pending
+    const records = logs
+    pending = []
+    logs = []
+    if (records.length > 0) post({ _tag: "Logs", records })
+    if (events.length > 0) post({ _tag: "Sessions", events })
+  }
+  const soon = () => {
+    if (flushing) return
+    flushing = true
+    setImmediate(flush)
+  }
+  const emit = (event: SessionEvent) => {
+    pending.push(event)
+    soon()
+  }
+  /** The worker's logger: every line goes to the main thread, which writes it with its own logger. */
+  const relayLogger = Logger.make(({ annotations, cause, context, logLevel, message }) => {
+    logs.push({
+      level: logLevel.label,
+      message: messageText(message),
+      fields: logFieldsOf({ annotations, context }),
+      cause: Cause.isEmpty(cause) ? undefined : Cause.pretty(cause)
+    })
+    soon()
+  })
+
+  const program = Effect.gen(function* () {
+    // The configuration replica: the main thread sends each new snapshot.
+    const store = yield* ConfigStore
+    const current = store.current
+    let banIndex = buildIndex(data.bans)
+    const bans: BanDataPlane = {
+      ipBan: (ip, nowMs) => findIpBan(banIndex, ip, nowMs),
+      playerBan: (player, nowMs) => findPlayerBan(banIndex, player, nowMs)
+    }
+    const states = new Map<string, ServerState>(data.states)
+    const shared = yield* SharedMemory
+    const registry = yield* PlayerRegistry
+    const relay = yield* Relay
+    const runtime = yield* Effect.runtime<never>()
+
+    /** The local registry's data plane, telling the main thread what comes and goes. */
+    const reported: PlayerRegistryDataPlane = {
+      countFor: registry.dataPlane.countFor,
+      admit: (server, entry, since) => {
+        const lease = registry.dataPlane.admit(server, entry, since)
+        if (lease === undefined) return undefined
+        emit({ _tag: "Added", entry: { ...entry, since } })
+        let meter: { bytesIn: () => number; bytesOut: () => number } | undefined
+        return {
+          id: lease.id,
+          attachEnder: lease.attachEnder,
+          attachBackend: (backendAddress, bytes) => {
+            meter = bytes
+            lease.attachBackend(backendAddress, bytes)
+            emit({ _tag: "Backend", sessionId: entry.id, backendAddress })
+          },
+          release: releaseOnce(() => {
+            lease.release()
+            emit({ _tag: "Removed", sessionId: entry.id, bytesIn: meter?.bytesIn() ?? 0, bytesOut: meter?.bytesOut() ?? 0 })
+            meter = undefined
+          })
+        }
+      }
+    }
+
+    const handle = makePipeline({
+      clock: yield* Effect.clock,
+      snapshot: store.get,
+      rateLimiter: rateLimiterDataPlane(shared.ipTable),
+      ipFilter: (yield* IpFilter).dataPlane,
+      bans,
+      router: (yield* Router).dataPlane,
+      balancer: (yield* Balancer).dataPlane,
+      registry: reported,
+      status: {
+        answer: (request) =>
+          calls
+            .call<StatusAnswer>("a status answer", STATUS_CALL_MS, (id) => ({
+              _tag: "Call",
+              id,
+              method: "statusAnswer",
+              request: {
+                serverId: request.server?.id,
+                state: request.state,
+                handshake: request.handshake,
+                clientIp: request.clientIp,
+                preamble: request.preamble
+              }
+            }))
+            .pipe(Effect.orElseSucceed(() => unreachableAnswer(request)))
+      },
+      manager: {
+        dataPlane: { manages: (id) => states.has(id), stateOf: (id) => states.get(id) ?? "online" },
+        ensureOnline: (serverId) =>
+          calls
+            .call<EnsureResult>(`waking ${serverId}`, WAKE_CALL_MS, (id) => ({ _tag: "Call", id, method: "ensureOnline", serverId }))
+            .pipe(Effect.catchAll((error) => Effect.succeed<EnsureResult>({ _tag: "Unavailable", state: "offline", reason: error.message })))
+      },
+      backend: yield* Backend,
+      forwarding: yield* Forwarding,
+      relay: relay.dataPlane,
+      logDetached: Runtime.runFork(runtime),
+      infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
+    })
+
+    // Connection ids are unique across workers: this worker's count, with its index in the last three digits.
+    let counter = 0
+    const listening = yield* listen({
+      handle,
+      store,
+      relay,
+      target: data.listen,
+      admit: (max) => shared.connections.enter(max),
+      nextId: () => ++counter * 1000 + data.index + 1
+    })
+
+    port.on("message", (message: ToWorker) => {
+      switch (message._tag) {
+        case "Config":
+          Runtime.runFork(runtime)(SubscriptionRef.set(current, decodeSnapshot(message.snapshot)))
+          return
+        case "Bans":
+          banIndex = buildIndex(message.bans)
+          return
+        case "States":
+          states.clear()
+          for (const [id, state] of message.states) states.set(id, state)
+          return
+        case "EndSession":
+          Runtime.runFork(runtime)(registry.end(message.sessionId, message.reason))
+          return
+        case "AskBytes":
+          Runtime.runFork(runtime)(
+            Effect.flatMap(registry.list, (sessions) =>
+              Effect.sync(() =>
+                post({ _tag: "Bytes", id: message.id, sessions: sessions.map(({ id, bytesIn, bytesOut }) => ({ id, bytesIn, bytesOut })) })
+              )
+            )
+          )
+          return
+        case "Reply":
+          calls.settle(message.id, message.value)
+          return
+        case "Drain":
+          // Handled by the runner below.
+          return
+        case "Crash":
+          if (data.testHooks) {
+            setImmediate(() => {
+              throw new Error("crash asked for by a test")
+            })
+          }
+          return
+      }
+    })
+    post({ _tag: "Ready", address: listening.address })
+    return yield* Effect.never
+  }).pipe(Effect.annotateLogs("worker", data.index + 1))
+
+  const layer = Layer.mergeAll(Relay.Default, IpFilter.Default, Router.Default, Forwarding.Default.pipe(Layer.provide(NodeFileSystem.layer))).pipe(
+    Layer.provideMerge(Backend.Default),
+    Layer.provideMerge(Layer.mergeAll(Balancer.Default, PlayerRegistry.Default)),
+    Layer.provideMerge(SharedMemory.layerAttached(data.shared, data.index)),
+    Layer.provideMerge(ConfigStore.layerStatic(decodeSnapshot(data.snapshot))),
+    Layer.provideMerge(Layer.merge(Logger.replace(Logger.defaultLogger, relayLogger), Logger.minimumLogLevel(logLevelOf[levelOf(data.log.level)])))
+  )
+  const main = Effect.runFork(program.pipe(Effect.scoped, Effect.provide(layer)))
+  // Drain: stop accepting, let sessions finish for the grace period, end the rest (the scope's finalizers).
+  port.on("message", (message: ToWorker) => {
+    if (message._tag === "Drain") Effect.runFork(Fiber.interrupt(main))
+  })
+  main.addObserver((exit) => {
+    if (Exit.isFailure(exit) && !Exit.isInterrupted(exit)) {
+      post({ _tag: "Failed", reason: Cause.pretty(exit.cause) })
+      process.exitCode = 1
+    } else {
+      flush()
+      post({ _tag: "Drained" })
+    }
+    calls.failAll("the worker is stopping")
+    port.close()
+  })
+}

@@ -1,0 +1,370 @@
+/**
+ * WorkerPool: the data plane on N worker threads (`worker_threads` > 1), run from the main thread, which keeps the
+ * control plane: it owns the configuration, the bans, the server managers, the health checks and the status cache,
+ * and everything an operator sees.
+ *
+ * - Each worker gets a listening socket (workers/listening.ts), the current configuration, the bans and the servers'
+ *   states at start, and every change to them as it happens; limits are in the state shared by every thread.
+ * - Workers call the main thread to wake a sleeping server (it starts once, whoever asks) and for status answers
+ *   (one cache for all); they report the sessions they admit, which the main thread's PlayerRegistry lists, and
+ *   which it can end (a kick, a ban) through the worker that holds them.
+ * - A worker that stops unexpectedly is logged and replaced at once; what it held in the shared state is given back
+ *   first. Sessions on other workers are untouched.
+ * - On shutdown every worker drains (stops accepting, gives sessions the grace period), then the main thread goes.
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
+import * as Runtime from "effect/Runtime"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { existsSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Worker } from "node:worker_threads"
+import { formatHostPort } from "../schema/HostPort.js"
+import { BanStore } from "./BanStore.js"
+import { ConfigStore } from "./ConfigStore.js"
+import { ListenError, shutdownGrace } from "./listener/listen.js"
+import { currentConnectionLog } from "./log/connectionFields.js"
+import { PlayerRegistry, type SessionLease } from "./PlayerRegistry.js"
+import { ServerManager } from "./ServerManager.js"
+import { SharedMemory } from "./SharedMemory.js"
+import { StatusService } from "./StatusService.js"
+import { makeCalls } from "./workers/calls.js"
+import { type ListenPlan, planListening } from "./workers/listening.js"
+import type { FromWorker, SessionBytes, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "./workers/messages.js"
+import { encodeSnapshot } from "./workers/snapshotWire.js"
+
+export interface WorkerPoolOptions {
+  readonly workers: number
+  readonly log: WorkerData["log"]
+  /** Honour test-only messages (a provoked crash); PORTAL_TEST_HOOKS=1 sets it. */
+  readonly testHooks?: boolean
+}
+
+export interface WorkerInfo {
+  /** 1-based, as logged. */
+  readonly worker: number
+  readonly threadId: number
+  /** Epoch ms of its start. */
+  readonly since: number
+  /** How many times this worker's place was filled after a crash. */
+  readonly restarts: number
+}
+
+/** How long the main thread waits for a worker to listen. */
+const START_TIMEOUT = Duration.seconds(15)
+/** How often the byte counts of workers' sessions are refreshed for the registry. */
+const BYTES_REFRESH = Duration.seconds(2)
+
+const CONNECTION_FIELDS = new Set(["conn", "ip", "server"])
+
+/** A worker's log line, written by this thread's logger with the worker's fields. */
+const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
+  const level = LogLevel.allLevels.find((known) => known.label === record.level) ?? LogLevel.Info
+  const connection: Partial<Record<"conn" | "ip" | "server", unknown>> = {}
+  const annotations: Record<string, unknown> = {}
+  for (const [key, value] of record.fields) {
+    if (CONNECTION_FIELDS.has(key)) connection[key as "conn" | "ip" | "server"] = value
+    else annotations[key] = value
+  }
+  const message = record.cause === undefined ? record.message : `${record.message}\n${record.cause}`
+  const line = Effect.logWithLevel(level, message).pipe(Effect.annotateLogs(annotations))
+  return typeof connection.conn === "number"
+    ? Effect.locally(line, currentConnectionLog, {
+        conn: connection.conn,
+        ...(typeof connection.ip === "string" ? { ip: connection.ip } : {}),
+        ...(typeof connection.server === "string" ? { server: connection.server } : {})
+      })
+    : line
+}
+
+/** The worker entry, dist/worker.js, from src/ (tests) as from dist/. */
+const workerEntry = (): string => {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return join(dir, "dist", "worker.js")
+    if (dirname(dir) === dir) return join(dirname(fileURLToPath(import.meta.url)), "..", "worker.js")
+  }
+}
+
+interface Slot {
+  worker: Worker | undefined
+  threadId: number
+  since: number
+  restarts: number
+  /** The main thread's leases of this worker's sessions, by session id, with their last byte counts. */
+  readonly sessions: Map<number, { readonly lease: SessionLease; bytes: { bytesIn: number; bytesOut: number } }>
+  exited: Deferred.Deferred<void>
+}
+
+export class WorkerPool extends Context.Tag("portal/WorkerPool")<
+  WorkerPool,
+  {
+    /** Where the workers listen (port 0 in `bind` resolved). */
+    readonly address: { readonly host: string; readonly port: number }
+    readonly description: string
+    readonly workers: Effect.Effect<ReadonlyArray<WorkerInfo>>
+    /** Test hook: makes a worker throw from its event loop (only where test hooks are on). */
+    readonly crash: (worker: number) => Effect.Effect<void>
+  }
+>() {
+  static readonly layer = (options: WorkerPoolOptions) => Layer.scoped(WorkerPool, make(options))
+}
+
+const make = (options: WorkerPoolOptions) =>
+  Effect.gen(function* () {
+    const store = yield* ConfigStore
+    const shared = yield* SharedMemory
+    const bans = yield* BanStore
+    const manager = yield* ServerManager
+    const status = yield* StatusService
+    const registry = yield* PlayerRegistry
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
+    const entry = workerEntry()
+    const initial = yield* store.get
+    const planned = yield* planListening(initial.global.bind, initial.global.so_reuseport)
+    if ("_tag" in planned) return yield* new ListenError({ address: formatHostPort(initial.global.bind), reason: planned.reason })
+    const plan: ListenPlan = planned
+    yield* Effect.addFinalizer(() => Effect.sync(() => plan.close()))
+    if (plan.note !== undefined) yield* Effect.logWarning(plan.note)
+
+    const slots: Array<Slot> = []
+    let stopping = false
+    const testHooks = options.testHooks ?? process.env.PORTAL_TEST_HOOKS === "1"
+
+    const send = (message: ToWorker) => {
+      for (const slot of slots) slot.worker?.postMessage(message)
+    }
+
+    // What every worker must know, sent to all as it changes.
+    const statesNow = Effect.map(manager.states, (states) => [...states.entries()])
+    yield* store.changes.pipe(
+      Stream.runForEach((snapshot) => Effect.sync(() => send({ _tag: "Config", snapshot: encodeSnapshot(snapshot) }))),
+      Effect.forkScoped
+    )
+    yield* manager.changes.pipe(
+      Stream.runForEach(() => Effect.flatMap(statesNow, (states) => Effect.sync(() => send({ _tag: "States", states })))),
+      Effect.forkScoped
+    )
+    // Bans: at once when one comes into force, and a comparison every half second for removals and edits.
+    let lastBans = ""
+    const sendBans = Effect.flatMap(bans.list, (list) =>
+      Effect.sync(() => {
+        const text = JSON.stringify(list)
+        if (text === lastBans) return
+        lastBans = text
+        send({ _tag: "Bans", bans: list })
+      })
+    )
+    yield* Effect.flatMap(bans.subscribe, (changes) => Stream.runForEach(changes, () => sendBans)).pipe(Effect.forkScoped)
+    yield* sendBans.pipe(Effect.repeat(Schedule.spaced(Duration.millis(500))), Effect.forkScoped)
+
+    /** The byte counts of every worker's sessions, for the registry's listing. */
+    const bytesCalls = new Map<number, ReturnType<typeof makeCalls>>()
+    const refreshBytes = Effect.forEach(
+      slots,
+      (slot, index) => {
+        const calls = bytesCalls.get(index)
+        if (slot.worker === undefined || calls === undefined || slot.sessions.size === 0) return Effect.void
+        return calls.call<ReadonlyArray<SessionBytes>>("byte counts", 5_000, (id) => ({ _tag: "AskBytes", id })).pipe(
+          Effect.map((sessions) => {
+            for (const { id, bytesIn, bytesOut } of sessions) {
+              const known = slot.sessions.get(id)
+              if (known !== undefined) known.bytes = { bytesIn, bytesOut }
+            }
+          }),
+          Effect.ignore
+        )
+      },
+      { discard: true }
+    )
+    yield* refreshBytes.pipe(Effect.repeat(Schedule.spaced(BYTES_REFRESH)), Effect.forkScoped)
+
+    const onSessions = (slot: Slot, index: number, events: ReadonlyArray<SessionEvent>) => {
+      for (const event of events) {
+        switch (event._tag) {
+          case "Added": {
+            const lease = registry.track(event.entry)
+            const known = { lease, bytes: { bytesIn: 0, bytesOut: 0 } }
+            slot.sessions.set(event.entry.id, known)
+            lease.attachEnder({
+              end: (reason) => slots[index]?.worker?.postMessage({ _tag: "EndSession", sessionId: event.entry.id, reason } satisfies ToWorker)
+            })
+            break
+          }
+          case "Backend": {
+            const known = slot.sessions.get(event.sessionId)
+            known?.lease.attachBackend(event.backendAddress, {
+              bytesIn: () => known.bytes.bytesIn,
+              bytesOut: () => known.bytes.bytesOut
+            })
+            break
+          }
+          case "Removed": {
+            const known = slot.sessions.get(event.sessionId)
+            if (known === undefined) break
+            known.bytes = { bytesIn: event.bytesIn, bytesOut: event.bytesOut }
+            known.lease.release()
+            slot.sessions.delete(event.sessionId)
+            break
+          }
+        }
+      }
+    }
+
+    const answerCall = (worker: Worker, message: Extract<FromWorker, { _tag: "Call" }>) => {
+      const reply = (value: unknown) => worker.postMessage({ _tag: "Reply", id: message.id, value } satisfies ToWorker)
+      if (message.method === "ensureOnline") {
+        runFork(Effect.map(manager.ensureOnline(message.serverId), reply))
+        return
+      }
+      const request = message.request
+      runFork(
+        Effect.flatMap(store.get, (snapshot) =>
+          Effect.map(
+            status.answer({
+              server: request.serverId === undefined ? undefined : snapshot.servers.get(request.serverId),
+              state: request.state,
+              handshake: request.handshake,
+              clientIp: request.clientIp,
+              preamble: request.preamble === undefined ? undefined : Buffer.from(request.preamble)
+            }),
+            reply
+          )
+        )
+      )
+    }
+
+    /** Gives back what a worker that is gone held: its shared places and the registry's listing of its sessions. */
+    const forget = (slot: Slot, index: number) => {
+      const released = shared.releaseWorker(index)
+      for (const { lease } of slot.sessions.values()) lease.release()
+      slot.sessions.clear()
+      bytesCalls.get(index)?.failAll("the worker stopped")
+      return released
+    }
+
+    /** Starts the worker of place `index`; resolves when it listens. */
+    const spawn = (index: number, restarts: number): Effect.Effect<void, ListenError> =>
+      Effect.gen(function* () {
+        const target = yield* plan.forWorker()
+        const snapshot = yield* store.get
+        const data: WorkerData = {
+          index,
+          shared: shared.buffers,
+          listen: target,
+          snapshot: encodeSnapshot(snapshot),
+          bans: yield* bans.list,
+          states: yield* statesNow,
+          log: options.log,
+          testHooks
+        }
+        const ready = yield* Deferred.make<void, ListenError>()
+        const exited = yield* Deferred.make<void>()
+        const worker = new Worker(entry, { workerData: data, env: process.env })
+        const slot: Slot = slots[index] ?? { worker, threadId: worker.threadId, since: Date.now(), restarts, sessions: new Map(), exited }
+        slot.worker = worker
+        slot.threadId = worker.threadId
+        slot.since = Date.now()
+        slot.restarts = restarts
+        slot.exited = exited
+        slots[index] = slot
+        const calls = makeCalls((message) => worker.postMessage(message))
+        bytesCalls.set(index, calls)
+        const name = `worker ${index + 1}`
+
+        worker.on("message", (message: FromWorker) => {
+          switch (message._tag) {
+            case "Ready":
+              runFork(Deferred.succeed(ready, undefined))
+              return
+            case "Failed":
+              runFork(
+                Effect.zipRight(
+                  Effect.logError(`${name} failed: ${message.reason}`),
+                  Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name}: ${message.reason}` }))
+                )
+              )
+              return
+            case "Call":
+              answerCall(worker, message)
+              return
+            case "Sessions":
+              onSessions(slot, index, message.events)
+              return
+            case "Bytes":
+              calls.settle(message.id, message.sessions)
+              return
+            case "Drained":
+              return
+            case "Logs":
+              for (const record of message.records) runFork(relayLog(record))
+              return
+          }
+        })
+        worker.on("error", (error) => {
+          runFork(Effect.logError(`${name} stopped on an error: ${error.stack ?? error.message}`))
+        })
+        worker.on("exit", (code) => {
+          if (slot.worker === worker) slot.worker = undefined
+          const released = forget(slot, index)
+          runFork(Deferred.succeed(exited, undefined))
+          runFork(Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} exited (code ${code})` })))
+          if (stopping) return
+          runFork(
+            Effect.logError(
+              `${name} stopped unexpectedly (exit code ${code}); replacing it ` +
+                `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s))`
+            ).pipe(
+              Effect.zipRight(spawn(index, restarts + 1)),
+              Effect.tap(() => Effect.logInfo(`${name} replaced`)),
+              Effect.catchAll((error) => Effect.logError(`${name} could not be replaced: ${error.message}`))
+            )
+          )
+        })
+        yield* Deferred.await(ready).pipe(
+          Effect.timeoutFail({
+            duration: START_TIMEOUT,
+            onTimeout: () => new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} did not start in time` })
+          })
+        )
+      }).pipe(Effect.annotateLogs("worker", index + 1))
+
+    // Shutdown: every worker drains (stop accepting, sessions get the grace period), then the main thread goes on.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        stopping = true
+        const live = slots.filter((slot) => slot.worker !== undefined)
+        if (live.length === 0) return
+        send({ _tag: "Drain", graceMs: Duration.toMillis(shutdownGrace()) })
+        const all = Effect.forEach(live, (slot) => Deferred.await(slot.exited), { discard: true })
+        const drained = yield* all.pipe(Effect.interruptible, Effect.timeoutOption(Duration.sum(shutdownGrace(), Duration.seconds(5))))
+        if (drained._tag === "None") {
+          yield* Effect.logWarning("workers did not stop in time; stopping them now")
+          yield* Effect.promise(() => Promise.all(live.map((slot) => slot.worker?.terminate())))
+        }
+      })
+    )
+
+    yield* Effect.forEach(Array.from({ length: options.workers }, (_, index) => index), (index) => spawn(index, 0), {
+      concurrency: "unbounded",
+      discard: true
+    })
+    yield* Effect.logInfo(`${options.workers} workers: ${plan.description}`)
+    return {
+      address: plan.address,
+      description: plan.description,
+      workers: Effect.sync(() =>
+        slots.flatMap((slot, index) =>
+          slot.worker === undefined ? [] : [{ worker: index + 1, threadId: slot.threadId, since: slot.since, restarts: slot.restarts }]
+        )
+      ),
+      crash: (worker: number) => Effect.sync(() => slots[worker - 1]?.worker?.postMessage({ _tag: "Crash" } satisfies ToWorker))
+    }
+  }).pipe(Effect.catchAllDefect((defect) => Effect.fail(new ListenError({ address: "workers", reason: Cause.pretty(Cause.die(defect)) }))))
