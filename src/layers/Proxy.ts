@@ -17,6 +17,7 @@ import { Relay } from "../services/Relay.js"
 import { Router } from "../services/Router.js"
 import { ServerManager, type ServerManagerOptions } from "../services/ServerManager.js"
 import { Session } from "../services/Session.js"
+import { Stats } from "../services/Stats.js"
 import { StatusService } from "../services/StatusService.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
@@ -30,7 +31,7 @@ export interface ProxyOptions {
 
 /** Every service of the connection path, up to Session; nothing listens yet. */
 export const makeSessionLayer = (options: ProxyOptions = {}) => {
-  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
+  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default, Stats.Default)
   const Edges = Layer.mergeAll(
     options.backend ?? Backend.Default,
     Forwarding.Default,

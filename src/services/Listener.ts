@@ -16,6 +16,7 @@ import { ConfigStore } from "./ConfigStore.js"
 import { applyKeepalive, applyToListener } from "./native/keepalive.js"
 import { Relay } from "./Relay.js"
 import { Session } from "./Session.js"
+import { Stats } from "./Stats.js"
 
 const ignoreError = () => {}
 
@@ -36,6 +37,7 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
     const store = yield* ConfigStore
     const session = yield* Session
     const relay = yield* Relay
+    const stats = (yield* Stats).dataPlane
     const snapshot = yield* store.get
     const { bind } = snapshot.global
     const fibers = yield* FiberSet.make<void, never>()
@@ -68,6 +70,7 @@ export class Listener extends Effect.Service<Listener>()("portal/Listener", {
       runFork(session.handle({ id: ++nextId, socket }))
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
+      stats.rejected("max_connections")
       runFork(Effect.logDebug(`max_connections reached: closed a connection from ${data?.remoteAddress ?? "?"}`))
     })
 

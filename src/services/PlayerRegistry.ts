@@ -4,6 +4,8 @@
  * Byte counters are read from the relay on demand, so it pays nothing per chunk.
  */
 import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
 import { releaseOnce } from "./once.js"
 import type { ByteMeter } from "./relay/RelayMode.js"
 
@@ -26,6 +28,17 @@ export interface SessionSnapshot extends SessionEntry {
   readonly bytesOut: number
 }
 
+/**
+ * A player joined (the relay to their backend started) or left (a session that had joined ended). Sessions that end
+ * before they join produce neither.
+ */
+export type PlayerEvent =
+  | { readonly _tag: "Joined"; readonly session: SessionSnapshot }
+  | { readonly _tag: "Left"; readonly session: SessionSnapshot }
+
+/** Events not yet taken by a slow subscriber are dropped beyond this many (oldest first). */
+const EVENT_BUFFER = 1024
+
 /** What ends a session from outside: before the relay, the login in progress; after, the relay. */
 export interface SessionEnder {
   readonly end: (reason: string) => void
@@ -38,6 +51,8 @@ interface LiveSession {
   ender: SessionEnder | undefined
   /** Set once the session was asked to end, so an ender attached later ends it at once. */
   endedBecause: string | undefined
+  /** Whether `Joined` was published (so that `Left` is too). */
+  joined: boolean
 }
 
 /** A session's place in the registry; `release` removes it (idempotent). */
@@ -59,7 +74,7 @@ export interface PlayerRegistryDataPlane {
 }
 
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
-  effect: Effect.sync(() => {
+  effect: Effect.map(PubSub.sliding<PlayerEvent>(EVENT_BUFFER), (events) => {
     // A plain Map owned by this service: sessions come and go at connection rate, and copying an immutable
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
@@ -84,7 +99,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         uuid: entry.uuid,
         since
       }
-      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined }
+      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined, joined: false }
       sessions.set(entry.id, live)
       adjust(entry.serverId, 1)
       // Released once its entry has left the map (or been replaced by a session of the same id).
@@ -100,8 +115,14 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
           if (released()) return
           live.backendAddress = backendAddress
           live.bytes = bytes
+          if (!live.joined) {
+            live.joined = true
+            // Synchronous and cheap without subscribers: the connection path publishes no fiber.
+            events.unsafeOffer({ _tag: "Joined", session: snapshot(live) })
+          }
         },
         release: releaseOnce(() => {
+          if (live.joined && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
@@ -136,6 +157,11 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
       total: Effect.sync(() => sessions.size),
+      /**
+       * Players joining and leaving from now on, for as long as the scope lives (subscribed when this runs, so nothing
+       * after it returns is missed).
+       */
+      subscribe: Effect.map(PubSub.subscribe(events), (queue): Stream.Stream<PlayerEvent> => Stream.fromQueue(queue)),
       /**
        * Ends one session with a reason the player is shown where the protocol allows; false when no such session is
        * live. The session leaves the registry when its connection has closed.

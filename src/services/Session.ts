@@ -40,6 +40,7 @@ import { makeOpening } from "./session/opening.js"
 import type { Admitted, Joined, Opened, Routed } from "./session/phases.js"
 import { makeRouting } from "./session/routing.js"
 import { makeStatusPhase } from "./session/status.js"
+import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
 
 export type { Connection } from "./session/connection.js"
@@ -71,15 +72,17 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const router = (yield* Router).dataPlane
     const balancer = (yield* Balancer).dataPlane
     const manager = yield* ServerManager
+    const stats = (yield* Stats).dataPlane
     const logDetached = Runtime.runFork(yield* Effect.runtime<never>())
     // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
     const infoLogged = LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
 
-    const open = makeOpening({ rateLimiter, ipFilter, bans, clock })
-    const routing = makeRouting({ rateLimiter, router, ipFilter, clock })
-    const status = makeStatusPhase({ status: yield* StatusService, router, balancer, manager: manager.dataPlane })
-    const admit = makeAdmission({ bans, registry: (yield* PlayerRegistry).dataPlane, manager, clock })
+    const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats })
+    const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
+    const status = makeStatusPhase({ status: yield* StatusService, router, balancer, manager: manager.dataPlane, stats })
+    const admit = makeAdmission({ bans, registry: (yield* PlayerRegistry).dataPlane, manager, clock, stats })
     const join = makeJoin({
+      stats,
       backend: yield* Backend,
       forwarding: yield* Forwarding,
       balancer,
@@ -117,6 +120,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       const socket = connection.socket
       // The connection's log fields, filled in as they become known. The fiber ends with the connection.
       const fields: ConnectionLogFields = { conn: connection.id }
+      // Stats: a connection counts as active until its socket closes, whoever closes it (the session or a relay).
+      stats.connectionOpened()
+      socket.once("close", stats.connectionClosed)
       return Effect.zipRight(
         FiberRef.set(currentConnectionLog, fields),
         Effect.flatMap(store.get, (snapshot) =>

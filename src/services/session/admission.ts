@@ -13,6 +13,7 @@ import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
 import type { ServerManager } from "../ServerManager.js"
+import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import { disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
@@ -26,6 +27,7 @@ export interface AdmissionServices {
   readonly registry: PlayerRegistryDataPlane
   readonly manager: ServerManager
   readonly clock: Clock.Clock
+  readonly stats: StatsDataPlane
 }
 
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
@@ -39,8 +41,11 @@ const preRelayEnder = (socket: Socket): SessionEnder => ({
   }
 })
 
-export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServices): AdmissionPhase => {
-  const refused = (socket: Socket, log: Effect.Effect<void>, message: string) => Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+export const makeAdmission = ({ bans, registry, manager, clock, stats }: AdmissionServices): AdmissionPhase => {
+  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason) => {
+    stats.rejected(reason)
+    return Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+  }
 
   const admit = (route: LoginRoute, start: Admitted["start"]): Effect.Effect<Admitted | undefined> => {
     const { opened, server } = route
@@ -53,17 +58,17 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     const now = clock.unsafeCurrentTimeMillis()
     const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
     if (playerBan !== undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)))
+      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned")
     }
     if (server.config.proxy_mode === "client_only") {
-      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable)
+      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable, "unavailable")
     }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
-      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable)
+      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable, "unavailable")
     }
     const max = server.config.max_players
     if (max > 0 && registry.countFor(server.id) >= max) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`), MESSAGES.serverFull)
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${max} players)`), MESSAGES.serverFull, "server_full")
     }
     const lease = registry.add(
       {
@@ -83,11 +88,12 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()
-      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting)
+      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable")
       return refused(
         client,
         Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
-        server.config.disconnect_message
+        server.config.disconnect_message,
+        "unavailable"
       )
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }
