@@ -62,7 +62,8 @@ export const DevConfigStore = Layer.scoped(
       get: SubscriptionRef.get(current),
       changes: current.changes,
       rescanServers: base.rescanServers,
-      reloadGlobal: base.reloadGlobal
+      reloadGlobal: base.reloadGlobal,
+      restartRequired: base.restartRequired
     }
   })
 )

@@ -10,6 +10,7 @@ import { BanStore, type BanStoreError } from "../services/BanStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { HealthMonitor } from "../services/HealthMonitor.js"
 import { IpFilter } from "../services/IpFilter.js"
+import { Lifecycle } from "../services/Lifecycle.js"
 import { Listener } from "../services/Listener.js"
 import { PlayerRegistry } from "../services/PlayerRegistry.js"
 import { RateLimiter } from "../services/RateLimiter.js"
@@ -18,6 +19,7 @@ import { Router } from "../services/Router.js"
 import { ServerManager, type ServerManagerOptions } from "../services/ServerManager.js"
 import { Session } from "../services/Session.js"
 import { Stats } from "../services/Stats.js"
+import { WebLayer } from "./Web.js"
 import { StatusService } from "../services/StatusService.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
@@ -46,7 +48,17 @@ export const makeSessionLayer = (options: ProxyOptions = {}) => {
   return Session.Default.pipe(Layer.provideMerge(Answers))
 }
 
-/** Every service of the proxy plus the listener; accepting starts when this layer is built. */
-export const makeProxyLayer = (options: ProxyOptions = {}) => Listener.Default.pipe(Layer.provideMerge(makeSessionLayer(options)))
+/**
+ * Every service of the proxy, the web admin server when `[web]` is configured, then the listener; accepting starts
+ * when this layer is built. Shutdown runs the other way: the shutdown is noted (the admin API's health turns 503),
+ * the listener drains while the admin API still answers, then the web server and the services stop.
+ */
+export const makeProxyLayer = (options: ProxyOptions = {}) =>
+  Lifecycle.drainNotice.pipe(
+    Layer.provideMerge(Listener.Default),
+    Layer.provideMerge(WebLayer),
+    Layer.provideMerge(makeSessionLayer(options)),
+    Layer.provideMerge(Lifecycle.Default)
+  )
 
 export const ProxyLayer = makeProxyLayer()

@@ -161,11 +161,20 @@ const withEphemeralWebKey = (global: GlobalConfig) =>
     const web = global.web
     if (web === undefined || web.api_key !== undefined || !isLoopbackHost(web.bind.host)) return global
     const key = randomBytes(24).toString("base64url")
+    const host = web.bind.host.includes(":") ? `[${web.bind.host}]` : web.bind.host
     yield* Effect.logWarning(
-      `[web].api_key is not set; generated an ephemeral key for this run (loopback bind ${web.bind.host}): ${key}`
+      `[web].api_key is not set: generated a key for this run only. Sign in to the web UI at http://${host}:${web.bind.port}/ ` +
+        `(or send "Authorization: Bearer <key>" to the API) with the key ${key} ; set [web].api_key to keep one across restarts`
     )
     return { ...global, web: { ...web, api_key: key } }
   })
+
+/** The restart-only options that differ between two versions of `proxy.toml`. */
+export const restartOnlyChanges = (before: GlobalConfig, after: GlobalConfig): Array<string> => {
+  const old = encodeGlobal(before)
+  const next = encodeGlobal(after)
+  return RESTART_ONLY_KEYS.filter((key) => JSON.stringify(old[key]) !== JSON.stringify(next[key]))
+}
 
 const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): string | undefined => {
   const parts: Array<string> = []
@@ -191,6 +200,8 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
     readonly rescanServers: Effect.Effect<void>
     /** Re-reads `proxy.toml` (SIGHUP calls this); a broken file is reported and changes nothing. */
     readonly reloadGlobal: Effect.Effect<void>
+    /** The options of `next` (a decoded `proxy.toml`) that differ from those in force and apply only after a restart. */
+    readonly restartRequired: (next: GlobalConfig) => Effect.Effect<ReadonlyArray<string>>
   }
 >() {
   /** Loads the configuration (failing with every problem found) and keeps it current while the scope lives. */
@@ -206,7 +217,8 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
         get: SubscriptionRef.get(current),
         changes: current.changes,
         rescanServers: Effect.void,
-        reloadGlobal: Effect.void
+        reloadGlobal: Effect.void,
+        restartRequired: (next: GlobalConfig) => Effect.succeed(restartOnlyChanges(snapshot.global, next))
       }))
     )
 }
@@ -218,6 +230,8 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
     const createSecrets = options.createSecrets ?? true
     const loaded = yield* loadConfiguration(options.configFile, { createSecrets })
     let lastFileGlobal = loaded.snapshot.global
+    /** The file as it was at startup: restart-only options keep these values until Portal restarts. */
+    const startupFileGlobal = loaded.snapshot.global
     const initialGlobal = yield* withEphemeralWebKey(loaded.snapshot.global)
     const current = yield* SubscriptionRef.make<ConfigSnapshot>({ ...loaded.snapshot, global: initialGlobal })
     const files = new Map(loaded.files)
@@ -359,6 +373,7 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
       get: SubscriptionRef.get(current),
       changes: current.changes,
       rescanServers,
-      reloadGlobal
+      reloadGlobal,
+      restartRequired: (next: GlobalConfig) => Effect.sync(() => restartOnlyChanges(startupFileGlobal, next))
     }
   })

@@ -31,7 +31,6 @@ export const inactiveFeatures = (
   if (workers > 1) add("worker_threads", `asks for ${workers} workers; Portal runs one process for now`)
   if (global.so_reuseport) add("so_reuseport", "multi-process listening is not active yet")
   if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
-  if (global.web !== undefined) add("[web]", "the admin API and web UI are not active yet")
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
   if (global.containers !== undefined) add("[containers]", "container discovery is not active yet")
   if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
