@@ -6,6 +6,7 @@
  * Authorization header, never in the URL.
  */
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
@@ -51,6 +52,9 @@ const serverIds = (snapshot: ConfigSnapshot) => new Set(snapshot.servers.keys())
 export const makeEventHub = (views: Views) =>
   Effect.gen(function* () {
     const hub = yield* PubSub.sliding<AdminEvent>(4096)
+    // Ends every open stream when the web server stops: the HTTP server's close waits for its responses to end.
+    const closing = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Effect.zipRight(Deferred.succeed(closing, undefined), PubSub.shutdown(hub)))
     const recent: Array<AdminEvent> = []
     let nextId = 1
     const emit = (type: EventType, data: unknown) =>
@@ -116,7 +120,9 @@ export const makeEventHub = (views: Views) =>
           const live = Stream.fromQueue(queue).pipe(Stream.filter((event) => event.id > replayedUpTo))
           const events = Stream.concat(Stream.fromChunk(Chunk.fromIterable(replay)), live).pipe(Stream.map(formatEvent))
           const keepalive = Stream.fromSchedule(Schedule.spaced(KEEPALIVE)).pipe(Stream.as(": keep-alive\n\n"))
-          return Stream.concat(Stream.make(": connected\n\n"), Stream.merge(events, keepalive, { haltStrategy: "left" }))
+          return Stream.concat(Stream.make(": connected\n\n"), Stream.merge(events, keepalive, { haltStrategy: "left" })).pipe(
+            Stream.interruptWhen(Deferred.await(closing))
+          )
         })
       )
 

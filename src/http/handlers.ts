@@ -120,7 +120,9 @@ export const makeHandlers = (views: Views, hub: EventHub) => {
           const body = hub.stream(Number.isInteger(last) && last >= 0 ? last : undefined).pipe(Stream.encodeText)
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
-            headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+            // `connection: close`: once a stream ends (Portal stopping) its connection goes too, instead of idling
+            // in keep-alive while the HTTP server waits for it to close.
+            headers: { "cache-control": "no-store", "x-accel-buffering": "no", connection: "close" }
           })
         })
       )
