@@ -3,7 +3,7 @@
 import { call, followEvents, session } from "./api.js"
 import * as bans from "./bans.js"
 import * as dashboard from "./dashboard.js"
-import { clear, h } from "./dom.js"
+import { clear, fill, h } from "./dom.js"
 import * as events from "./events.js"
 import { live, record, reset, setConnected, subscribe } from "./live.js"
 import * as players from "./players.js"
@@ -32,7 +32,7 @@ function signInView(message) {
       key.select()
     }
   }
-  clear(main).append(
+  fill(main, 
     h(
       "form",
       { class: "signin", onsubmit: submit },

@@ -1,6 +1,6 @@
 // Bans: the bans in force, a form to add one (with a duration, or permanent), and lifting one.
 import { api } from "./api.js"
-import { clear, formatTime, h } from "./dom.js"
+import { fill, formatTime, h } from "./dom.js"
 import { subscribe, throttle } from "./live.js"
 
 export function render(container) {
@@ -63,7 +63,7 @@ export function render(container) {
     } catch (error) {
       return say(error.message, true)
     }
-    clear(list).append(
+    fill(list, 
       bans.length === 0
         ? h("p", { class: "muted" }, "No bans in force.")
         : h(

@@ -1,7 +1,7 @@
 // Dashboard: players online, servers by state, logins and traffic over the last minutes (from the live stream),
 // uptime, and the configured features that are not active.
 import { api } from "./api.js"
-import { badge, clear, formatBytes, formatDuration, h, svg } from "./dom.js"
+import { badge, fill, formatBytes, formatDuration, h, svg } from "./dom.js"
 import { live, subscribe, throttle } from "./live.js"
 
 const STATES = ["online", "starting", "sleeping", "stopping", "crashed", "offline", "unreachable"]
@@ -11,21 +11,26 @@ function chart(title, series, format) {
   const width = 600
   const height = 140
   const count = Math.max(2, ...series.map((s) => s.values.length))
-  const max = Math.max(1, ...series.flatMap((s) => s.values))
+  const peak = Math.max(0, ...series.flatMap((s) => s.values))
+  const max = peak > 0 ? peak * 1.1 : 1
   const x = (i) => (i / (count - 1)) * width
   const y = (v) => height - 4 - (v / max) * (height - 12)
   const latest = series.map((s) => `${s.label} ${format(s.values.at(-1) ?? 0)}`).join(", ")
+  const points = (s) => s.values.map((v, i) => [x(i + count - s.values.length), y(v)])
   return h(
     "figure",
     { class: "chart" },
-    h("figcaption", {}, h("strong", {}, title), " ", h("span", { class: "muted" }, `now: ${latest}; peak ${format(max)}`)),
+    h("figcaption", {}, h("strong", {}, title), " ", h("span", { class: "muted" }, `now: ${latest}; peak ${format(peak)}`)),
     svg(
       "svg",
       { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${title}: ${latest}`, preserveAspectRatio: "none" },
       svg("line", { x1: 0, y1: height - 4, x2: width, y2: height - 4, class: "axis" }),
-      ...series.map((s) =>
-        svg("polyline", { class: `series ${s.className}`, points: s.values.map((v, i) => `${x(i + count - s.values.length).toFixed(1)},${y(v).toFixed(1)}`).join(" ") })
-      )
+      ...series.map((s) => svg("polyline", { class: `series ${s.className}`, points: points(s).map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ") })),
+      // The latest value as a mark, so that a series of one point shows too.
+      ...series.flatMap((s) => {
+        const last = points(s).at(-1)
+        return last === undefined ? [] : [svg("rect", { class: `mark ${s.className}`, x: (last[0] - 4).toFixed(1), y: (last[1] - 3).toFixed(1), width: 6, height: 6 })]
+      })
     ),
     h("p", { class: "legend" }, series.map((s) => h("span", { class: `key ${s.className}` }, s.label)))
   )
@@ -55,7 +60,7 @@ export function render(container) {
     const uptime = stats?.uptime_seconds ?? info?.uptime_seconds ?? 0
     const byState = new Map()
     for (const server of servers) byState.set(server.state, (byState.get(server.state) ?? 0) + 1)
-    clear(body).append(
+    fill(body, 
       h(
         "section",
         { class: "cards", "aria-label": "Summary" },

@@ -35,6 +35,12 @@ export function clear(element) {
   return element
 }
 
+/** Replaces what `element` holds with `children` (nested arrays flattened, empty ones skipped). */
+export function fill(element, ...children) {
+  append(clear(element), children)
+  return element
+}
+
 export function formatBytes(bytes) {
   if (bytes < 1024) return `${Math.round(bytes)} B`
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`

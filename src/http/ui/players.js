@@ -1,6 +1,6 @@
 // Players: who is online where, search by name, kick with a reason.
 import { api } from "./api.js"
-import { clear, formatBytes, formatTime, h } from "./dom.js"
+import { fill, formatBytes, formatTime, h } from "./dom.js"
 import { subscribe, throttle } from "./live.js"
 
 export function render(container) {
@@ -41,7 +41,7 @@ export function render(container) {
         dialog.close()
       }
     }
-    clear(dialog).append(
+    fill(dialog, 
       h(
         "form",
         { method: "dialog", onsubmit: confirm },
@@ -71,7 +71,7 @@ export function render(container) {
       status.textContent = error.message
       return
     }
-    clear(list).append(
+    fill(list, 
       players.length === 0
         ? h("p", { class: "muted" }, search.value || server.value ? "No player matches." : "Nobody is online.")
         : h(

@@ -1,7 +1,7 @@
 // Servers: state, start and stop, addresses with health, players; the TOML of each with the problems the checks find
 // shown beside it; create and delete.
 import { api, ApiError, call } from "./api.js"
-import { badge, clear, h } from "./dom.js"
+import { badge, clear, fill, h } from "./dom.js"
 import { subscribe, throttle } from "./live.js"
 
 const TEMPLATE = `domains = ["play.example.com"]
@@ -68,7 +68,7 @@ export function render(container) {
     textarea.value = text
     const problems = h("div", { id: "server-problems", class: "problems-box", "aria-live": "polite" }, h("p", { class: "muted" }, "Check or save to see problems here."))
     const showProblems = (found) => {
-      clear(problems).append(
+      fill(problems, 
         found.length === 0 ? h("p", { class: "ok" }, "No problems.") : [h("p", { class: "error", role: "alert" }, `${found.length} problem(s):`), problemList(found)]
       )
     }
@@ -78,7 +78,7 @@ export function render(container) {
         const checked = await call("POST", `/servers/validate?id=${encodeURIComponent(target)}`, { text: textarea.value })
         showProblems(checked.problems)
       } catch (error) {
-        clear(problems).append(h("p", { class: "error", role: "alert" }, error.message))
+        fill(problems, h("p", { class: "error", role: "alert" }, error.message))
       }
     }
     const save = async (event) => {
@@ -92,10 +92,10 @@ export function render(container) {
         load()
       } catch (error) {
         if (error instanceof ApiError && error.details?.problems) showProblems(error.details.problems)
-        else clear(problems).append(h("p", { class: "error", role: "alert" }, error.message))
+        else fill(problems, h("p", { class: "error", role: "alert" }, error.message))
       }
     }
-    clear(editorSlot).append(
+    fill(editorSlot, 
       h(
         "form",
         { class: "editor", onsubmit: save, "aria-label": id === undefined ? "New server" : `Edit ${id}` },
@@ -126,7 +126,7 @@ export function render(container) {
     } catch (error) {
       return say(error.message, true)
     }
-    clear(list).append(
+    fill(list, 
       servers.length === 0
         ? h("p", { class: "muted" }, "No servers yet.")
         : h(
