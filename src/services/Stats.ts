@@ -7,7 +7,6 @@
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 
 /** Why a connection was refused or given up on. */
 export const REJECT_REASONS = [
@@ -111,7 +110,7 @@ export class Stats extends Effect.Service<Stats>()("portal/Stats", {
       filled = Math.min(filled + 1, WINDOW_SAMPLES)
     })
     yield* sample
-    yield* Effect.forkScoped(Effect.repeat(sample, Schedule.spaced(Duration.seconds(1))))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.seconds(1)), sample)))
 
     /** Per-second rate of a counter since the oldest sample (at most a minute ago). */
     const rate = (series: Float64Array, current: number, now: number): number => {
