@@ -116,6 +116,33 @@ export class ConfigGroup extends HttpApiGroup.make("config")
   .addError(UnsupportedMediaTypeError)
   .middleware(Authorization) {}
 
+const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
+
+/** Drops the platform's decode-failure schema from a response schema: the edge answers those as `BadRequest`. */
+const withoutDecodeError = (schema: unknown): unknown => {
+  if (typeof schema !== "object" || schema === null || !("anyOf" in schema) || !Array.isArray(schema.anyOf)) return schema
+  const rest: Array<unknown> = schema.anyOf.filter(
+    (member: unknown) => !(typeof member === "object" && member !== null && "$ref" in member && member.$ref === DECODE_ERROR_REF)
+  )
+  return rest.length === 1 ? rest[0] : { ...schema, anyOf: rest }
+}
+
+/**
+ * The document as clients see the API: a request that does not match the contract is answered in the one error shape
+ * (`BadRequest`, see edge.ts), not in the platform's own shape, which the document would otherwise list for 400.
+ */
+const describeDecodeFailures = (spec: Record<string, any>): Record<string, any> => {
+  for (const path of Object.values<Record<string, any>>(spec["paths"] ?? {})) {
+    for (const operation of Object.values<Record<string, any>>(path)) {
+      const json = operation?.["responses"]?.["400"]?.["content"]?.["application/json"]
+      if (json !== undefined) json["schema"] = withoutDecodeError(json["schema"])
+    }
+  }
+  const schemas = spec["components"]?.["schemas"]
+  if (schemas !== undefined) for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas[name]
+  return spec
+}
+
 export class AdminApi extends HttpApi.make("portal")
   .add(HealthGroup)
   .add(ProxyGroup)
@@ -130,4 +157,5 @@ export class AdminApi extends HttpApi.make("portal")
   .addError(InternalErrorSchema)
   .prefix(API_PREFIX)
   .annotate(OpenApi.Title, "Portal admin API")
-  .annotate(OpenApi.Version, PORTAL_VERSION) {}
+  .annotate(OpenApi.Version, PORTAL_VERSION)
+  .annotate(OpenApi.Transform, describeDecodeFailures) {}

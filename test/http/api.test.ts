@@ -95,6 +95,10 @@ describe("authentication", () => {
     expect(stats.logins).toEqual({ total: 0, per_second: 0 })
     const openapi = await Effect.runPromise(client.proxy.openapi())
     expect(Object.keys(openapi["paths"] as object)).toContain("/api/v1/servers/{id}")
+    // A request that does not match the contract is documented as it is answered: the one error shape.
+    const badBan = (openapi["paths"] as Record<string, any>)["/api/v1/bans"].post.responses["400"].content["application/json"].schema
+    expect(badBan).toEqual({ $ref: "#/components/schemas/BadRequest" })
+    expect(JSON.stringify(openapi)).not.toContain("HttpApiDecodeError")
     expect(await run(client.players.list({ urlParams: {} }))).toEqual(Either.right([]))
     const missing = await run(client.players.get({ path: { player: "Steve" } }))
     expect(Either.isLeft(missing) && missing.left).toMatchObject({ _tag: "NotFound", error: { code: "not_found" } })

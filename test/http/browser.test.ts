@@ -84,8 +84,8 @@ describe.skipIf(!available)("web UI in chromium", () => {
     await page.keyboard.type(API_KEY)
     await page.keyboard.press("Enter")
     await page.getByRole("heading", { name: "Dashboard" }).waitFor()
-    expect(await page.evaluate(() => sessionStorage.getItem("portal.apiKey"))).toBe(API_KEY)
-    expect(await page.evaluate(() => localStorage.length)).toBe(0)
+    expect(await page.evaluate('sessionStorage.getItem("portal.apiKey")')).toBe(API_KEY)
+    expect(await page.evaluate("localStorage.length")).toBe(0)
     expect(page.url()).not.toContain(API_KEY)
 
     // A real player connects: the dashboard counts them from the live stream, and the charts fill in.
@@ -131,11 +131,11 @@ describe.skipIf(!available)("web UI in chromium", () => {
     await page.getByRole("button", { name: "Ban", exact: true }).click()
     await page.locator('tr[data-ban="Griefer"]').waitFor()
     expect(await page.locator('tr[data-ban="Griefer"]').textContent()).toContain("griefing the spawn")
-    expect((await (await web.request("/api/v1/bans/check?username=Griefer")).json()).banned).toBe(true)
+    expect(((await (await web.request("/api/v1/bans/check?username=Griefer")).json()) as { banned: boolean }).banned).toBe(true)
     await shoot(page, "bans")
     await page.getByRole("button", { name: "Lift the ban of Griefer" }).click()
     await page.getByText("No bans in force.").waitFor()
-    expect((await (await web.request("/api/v1/bans/check?username=Griefer")).json()).banned).toBe(false)
+    expect(((await (await web.request("/api/v1/bans/check?username=Griefer")).json()) as { banned: boolean }).banned).toBe(false)
 
     // Servers: a typo is shown beside the editor and nothing changes; the fix is applied.
     await page.getByRole("link", { name: "Servers" }).click()
@@ -168,7 +168,7 @@ describe.skipIf(!available)("web UI in chromium", () => {
     // Signing out forgets the key.
     await page.getByRole("button", { name: "Sign out" }).click()
     await page.locator("#api-key").waitFor()
-    expect(await page.evaluate(() => sessionStorage.getItem("portal.apiKey"))).toBeNull()
+    expect(await page.evaluate('sessionStorage.getItem("portal.apiKey")')).toBeNull()
     // No script error and no CSP violation; the refused requests above (a wrong key, the typo) are the only failures.
     expect(problems.filter((text) => !/Failed to load resource: the server responded with a status of 40[01]/.test(text))).toEqual([])
   }, 60_000)
