@@ -8,6 +8,8 @@ import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { keysMatch } from "../../src/http/handlers.js"
+import { startPortal } from "../helpers/portal.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
 import { waitFor } from "../helpers/wait.js"
 import { API_KEY, readEvents, startWebPortal, typedClient } from "../helpers/web.js"
 import { startFakePanel } from "../peers/fakePanel.js"
@@ -160,6 +162,18 @@ describe("authentication", () => {
       what: "max_connections applied"
     })
     expect(await Effect.runPromise(client.config.reload())).toMatchObject({ restart_required: [] })
+  })
+
+  it("a loopback [web] without api_key logs a key for the run and where to sign in with it, and that key works", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[web]\nbind = "127.0.0.1:0"\n`)
+    const portal = await startPortal(dir.configFile)
+    const warning = await portal.waitForLog(/api_key is not set/)
+    expect(warning).toMatch(/^WARN .*Sign in to the web UI at http:\/\/127\.0\.0\.1:0\/ .* with the key [A-Za-z0-9_-]{32} ;/)
+    const key = /with the key ([A-Za-z0-9_-]{32})/.exec(warning)![1]!
+    const base = /listening on (http:\/\/\S+)/.exec(await portal.waitForLog(/web admin: listening on/))![1]!
+    expect((await fetch(`${base}/api/v1/proxy`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+    expect((await fetch(`${base}/api/v1/proxy`, { headers: { authorization: `Bearer ${API_KEY}` } })).status).toBe(401)
+    expect((await fetch(`${base}/`)).status).toBe(200)
   })
 
   it("compares keys by content only", () => {
