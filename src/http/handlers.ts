@@ -47,8 +47,7 @@ const DEFAULT_KICK_REASON = "Kicked by an operator"
 
 /** Compares a presented key with the configured one in constant time (digests first, so lengths do not show). */
 export const keysMatch = (presented: string, expected: string): boolean =>
-  timingSafeEqual(createHash("sha256").update(presented).digest(), createHash("sha256").update(expected).digest()) &&
-  presented.length === expected.length
+  timingSafeEqual(createHash("sha256").update(presented).digest(), createHash("sha256").update(expected).digest())
 
 const unauthorized = new Unauthorized({ error: errorBody("unauthorized", "a valid key is required: Authorization: Bearer <api_key>") })
 

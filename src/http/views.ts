@@ -52,16 +52,14 @@ export const matchesPlayer = (session: SessionSnapshot, key: string): boolean =>
 const REDACTED = "<redacted>"
 const SECRET_KEYS = new Set(["api_key", "secret", "token", "password"])
 
-/** A copy of a decoded value with every secret-looking key's value replaced. */
-export const redact = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(redact)
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, inner]) => [key, SECRET_KEYS.has(key) && inner !== undefined && inner !== null ? REDACTED : redact(inner)])
-    )
-  }
-  return value
-}
+/** A copy of a table with every secret-looking key's value replaced, at any depth. */
+export const redact = (table: object): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(table).map(([key, inner]) => [key, SECRET_KEYS.has(key) && inner !== undefined && inner !== null ? REDACTED : redactValue(inner)])
+  )
+
+const redactValue = (value: unknown): unknown =>
+  Array.isArray(value) ? value.map(redactValue) : value !== null && typeof value === "object" ? redact(value) : value
 
 const encodeGlobal = Schema.encodeEither(GlobalConfig)
 const encodeServer = Schema.encodeEither(ServerConfig)
@@ -173,7 +171,7 @@ export const makeViews = Effect.gen(function* () {
   const configView = Effect.map(store.get, (snapshot) => ({
     file: snapshot.configFile,
     revision: snapshot.revision,
-    global: redact(Option.getOrElse(Option.getRight(encodeGlobal(snapshot.global)), () => ({}))) as Record<string, unknown>,
+    global: redact(Option.getOrElse(Option.getRight(encodeGlobal(snapshot.global)), () => ({}))),
     servers: Object.fromEntries(
       [...snapshot.servers].map(([id, server]) => [id, redact(Option.getOrElse(Option.getRight(encodeServer(server.config)), () => ({})))])
     )

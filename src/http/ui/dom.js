@@ -4,7 +4,11 @@
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag)
   for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue
+    if (value === undefined || value === null) continue
+    if (value === false) {
+      if (typeof element[name] === "boolean") element[name] = false
+      continue
+    }
     if (name.startsWith("on") && typeof value === "function") element.addEventListener(name.slice(2), value)
     else if (name === "class") element.className = value
     else if (name in element && name !== "list" && typeof value !== "string") element[name] = value
