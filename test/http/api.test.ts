@@ -308,6 +308,8 @@ describe("configuration writes", () => {
   it("a server PUT through the API is reachable by a real client within two seconds; DELETE takes it away", async () => {
     const backend = await startBackend("lobby", { hold: true })
     const web = await startWebPortal()
+    // The client library loads its protocol data on first use: done before the clock starts.
+    expect((await join(web.portal.port, "lobby.example.com", { username: "Early" }))._tag).toBe("Kicked")
     const started = Date.now()
     const response = await web.request("/api/v1/servers/lobby", { method: "PUT", headers: { "content-type": "text/plain" }, body: serverFile(backend.port, "lobby.example.com") })
     expect(response.status).toBe(200)
@@ -385,6 +387,23 @@ describe("events", () => {
       "ban.removed",
       "config.reload"
     ])
+  })
+
+  it("an address failing its health checks, and passing again, is announced as backend.health", async () => {
+    const backend = await startBackend("main")
+    const web = await startWebPortal({
+      servers: {
+        "main.toml": `${serverFile(backend.port)}[active_health]\nenabled = true\ninterval = "100ms"\nunhealthy_interval = "100ms"\ntimeout = "500ms"\n`
+      }
+    })
+    const stream = await readEvents(web.base)
+    await backend.close()
+    const down = await stream.next((event) => event.event === "backend.health", "backend.health down")
+    expect(down.data).toMatchObject({ server: "main", address: `127.0.0.1:${backend.port}`, healthy: false, reason: expect.any(String) })
+    expect((await Effect.runPromise(web.client.servers.get({ path: { id: "main" } }))).state).toBe("unreachable")
+    await startBackend("main", { port: backend.port })
+    const up = await stream.next((event) => event.event === "backend.health" && (event.data as { healthy: boolean }).healthy, "backend.health up")
+    expect(up.data).toEqual({ server: "main", address: `127.0.0.1:${backend.port}`, healthy: true, reason: null })
   })
 
   it("health turns 503 while Portal drains its connections, and an open event stream does not hold the shutdown", async () => {
