@@ -79,6 +79,8 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
     const perServer = new Map<string, number>()
+    /** Subscribers to `events`: with none (the usual case without the admin API), a join or leave builds no event. */
+    let listening = 0
 
     const adjust = (serverId: string, delta: number) => {
       const next = (perServer.get(serverId) ?? 0) + delta
@@ -117,12 +119,12 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
           live.bytes = bytes
           if (!live.joined) {
             live.joined = true
-            // Synchronous and cheap without subscribers: the connection path publishes no fiber.
-            events.unsafeOffer({ _tag: "Joined", session: snapshot(live) })
+            // Synchronous: the connection path publishes without a fiber.
+            if (listening > 0) events.unsafeOffer({ _tag: "Joined", session: snapshot(live) })
           }
         },
         release: releaseOnce(() => {
-          if (live.joined && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
+          if (live.joined && listening > 0 && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
@@ -161,7 +163,10 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
        * Players joining and leaving from now on, for as long as the scope lives (subscribed when this runs, so nothing
        * after it returns is missed).
        */
-      subscribe: Effect.map(PubSub.subscribe(events), (queue): Stream.Stream<PlayerEvent> => Stream.fromQueue(queue)),
+      subscribe: Effect.acquireRelease(
+        Effect.sync(() => (listening += 1)),
+        () => Effect.sync(() => (listening -= 1))
+      ).pipe(Effect.zipRight(PubSub.subscribe(events)), Effect.map((queue): Stream.Stream<PlayerEvent> => Stream.fromQueue(queue))),
       /**
        * Ends one session with a reason the player is shown where the protocol allows; false when no such session is
        * live. The session leaves the registry when its connection has closed.

@@ -8,7 +8,7 @@ export function render(container) {
   const type = h("select", { id: "ban-type", name: "type" }, h("option", { value: "username" }, "Player name"), h("option", { value: "uuid" }, "UUID"), h("option", { value: "ip" }, "IP address or range"))
   const value = h("input", { id: "ban-value", name: "value", required: true, autocomplete: "off" })
   const reason = h("input", { id: "ban-reason", name: "reason", maxlength: 256, autocomplete: "off" })
-  const duration = h("input", { id: "ban-duration", name: "duration", placeholder: "e.g. 30m, 7d, 1h30m", autocomplete: "off", "aria-describedby": "ban-duration-hint" })
+  const duration = h("input", { id: "ban-duration", name: "duration", placeholder: "e.g. 30m, 7d, 1h30m", autocomplete: "off" })
   const list = h("div", {}, h("p", { class: "muted" }, "Loading…"))
   const say = (text, error = false) => {
     status.className = error ? "status error" : "status"
@@ -49,7 +49,7 @@ export function render(container) {
       h("div", { class: "field" }, h("label", { for: "ban-type" }, "Ban by"), type),
       h("div", { class: "field" }, h("label", { for: "ban-value" }, "Who"), value),
       h("div", { class: "field" }, h("label", { for: "ban-reason" }, "Reason"), reason),
-      h("div", { class: "field" }, h("label", { for: "ban-duration" }, "Duration"), duration, h("small", { id: "ban-duration-hint", class: "muted" }, "Empty: permanent")),
+      h("div", { class: "field" }, h("label", { for: "ban-duration" }, "Duration (empty: permanent)"), duration),
       h("button", { type: "submit", class: "primary" }, "Ban")
     ),
     status,
