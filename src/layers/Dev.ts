@@ -62,8 +62,7 @@ export const DevConfigStore = Layer.scoped(
       get: SubscriptionRef.get(current),
       changes: current.changes,
       rescanServers: base.rescanServers,
-      reloadGlobal: base.reloadGlobal,
-      restartRequired: base.restartRequired
+      reloadGlobal: base.reloadGlobal
     }
   })
 )

@@ -8,14 +8,17 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import { findServerConflicts, type ServerIdentity } from "../schema/decode.js"
+import { GlobalConfig } from "../schema/GlobalConfig.js"
 import type { ConfigProblem } from "../schema/problems.js"
 import { isNotFound, writeFileAtomic } from "./bans/atomicWrite.js"
 import { ConfigError } from "./config/ConfigError.js"
 import { checkGlobalFile, checkGlobalFileText, checkServerText, displayPath } from "./config/load.js"
-import { type ConfigSnapshot, ConfigStore } from "./ConfigStore.js"
+import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "./ConfigStore.js"
 
 /** A file could not be read, written or removed. */
 export class ConfigWriteError extends Data.TaggedError("ConfigWriteError")<{ readonly reason: string }> {}
@@ -36,6 +39,15 @@ export interface ServerWrite {
   readonly applied: boolean
 }
 
+const encodeGlobal = Schema.encodeEither(GlobalConfig)
+
+/** The restart-only options that differ between two versions of `proxy.toml` (compared in their file form). */
+export const restartOnlyChanges = (before: GlobalConfig, after: GlobalConfig): Array<string> => {
+  const old = Either.getOrUndefined(encodeGlobal(before))
+  const next = Either.getOrUndefined(encodeGlobal(after))
+  return RESTART_ONLY_KEYS.filter((key) => JSON.stringify(old?.[key] ?? before[key]) !== JSON.stringify(next?.[key] ?? after[key]))
+}
+
 export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigEditor", {
   effect: Effect.gen(function* () {
     const store = yield* ConfigStore
@@ -44,6 +56,16 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
     const provide = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | HttpClient.HttpClient>) =>
       effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(HttpClient.HttpClient, client))
     const failure = (what: string) => (error: { readonly message: string }) => new ConfigWriteError({ reason: `${what}: ${error.message}` })
+    /**
+     * `proxy.toml` as Portal runs it: restart-only options keep their startup values (the running snapshot may hold a
+     * key made for the run, which the file never had). Read when the admin API starts, right after Portal's start.
+     */
+    const startup = yield* store.get
+    const running = Option.getOrElse(
+      Option.fromNullable((yield* provide(checkGlobalFile(startup.configFile))).config),
+      () => startup.global
+    )
+    const restartRequired = (next: GlobalConfig) => restartOnlyChanges(running, next)
 
     /** The file that holds server `id`: the file it was loaded from, else `<servers_dir>/<id>.toml`. */
     const fileOf = (snapshot: ConfigSnapshot, id: string): string => {
@@ -118,8 +140,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       Effect.gen(function* () {
         const snapshot = yield* store.get
         const checked = yield* provide(checkGlobalFileText(snapshot.configFile, text))
-        const restartRequired = checked.config === undefined ? [] : yield* store.restartRequired(checked.config)
-        return { problems: checked.problems, restartRequired }
+        return { problems: checked.problems, restartRequired: checked.config === undefined ? [] : restartRequired(checked.config) }
       })
 
     return {
@@ -163,7 +184,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
           return result
         }
         yield* store.reloadGlobal
-        const result: GlobalTextCheck = { problems: [], restartRequired: yield* store.restartRequired(checked.config) }
+        const result: GlobalTextCheck = { problems: [], restartRequired: restartRequired(checked.config) }
         return result
       })
     }

@@ -169,13 +169,6 @@ const withEphemeralWebKey = (global: GlobalConfig) =>
     return { ...global, web: { ...web, api_key: key } }
   })
 
-/** The restart-only options that differ between two versions of `proxy.toml`. */
-export const restartOnlyChanges = (before: GlobalConfig, after: GlobalConfig): Array<string> => {
-  const old = encodeGlobal(before)
-  const next = encodeGlobal(after)
-  return RESTART_ONLY_KEYS.filter((key) => JSON.stringify(old[key]) !== JSON.stringify(next[key]))
-}
-
 const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): string | undefined => {
   const parts: Array<string> = []
   for (const [id, server] of after.servers) {
@@ -200,8 +193,6 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
     readonly rescanServers: Effect.Effect<void>
     /** Re-reads `proxy.toml` (SIGHUP calls this); a broken file is reported and changes nothing. */
     readonly reloadGlobal: Effect.Effect<void>
-    /** The options of `next` (a decoded `proxy.toml`) that differ from those in force and apply only after a restart. */
-    readonly restartRequired: (next: GlobalConfig) => Effect.Effect<ReadonlyArray<string>>
   }
 >() {
   /** Loads the configuration (failing with every problem found) and keeps it current while the scope lives. */
@@ -217,8 +208,7 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
         get: SubscriptionRef.get(current),
         changes: current.changes,
         rescanServers: Effect.void,
-        reloadGlobal: Effect.void,
-        restartRequired: (next: GlobalConfig) => Effect.succeed(restartOnlyChanges(snapshot.global, next))
+        reloadGlobal: Effect.void
       }))
     )
 }
@@ -230,8 +220,6 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
     const createSecrets = options.createSecrets ?? true
     const loaded = yield* loadConfiguration(options.configFile, { createSecrets })
     let lastFileGlobal = loaded.snapshot.global
-    /** The file as it was at startup: restart-only options keep these values until Portal restarts. */
-    const startupFileGlobal = loaded.snapshot.global
     const initialGlobal = yield* withEphemeralWebKey(loaded.snapshot.global)
     const current = yield* SubscriptionRef.make<ConfigSnapshot>({ ...loaded.snapshot, global: initialGlobal })
     const files = new Map(loaded.files)
@@ -373,7 +361,6 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
       get: SubscriptionRef.get(current),
       changes: current.changes,
       rescanServers,
-      reloadGlobal,
-      restartRequired: (next: GlobalConfig) => Effect.sync(() => restartOnlyChanges(startupFileGlobal, next))
+      reloadGlobal
     }
   })
