@@ -11,6 +11,7 @@ import { BanStore, type BanStoreError } from "../services/BanStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { HealthMonitor } from "../services/HealthMonitor.js"
 import { IpFilter } from "../services/IpFilter.js"
+import { Lifecycle } from "../services/Lifecycle.js"
 import { Listener } from "../services/Listener.js"
 import { ListeningAddress } from "../services/listener/listen.js"
 import { PlayerRegistry } from "../services/PlayerRegistry.js"
@@ -19,8 +20,10 @@ import { Relay } from "../services/Relay.js"
 import { Router } from "../services/Router.js"
 import { ServerManager, type ServerManagerOptions } from "../services/ServerManager.js"
 import { Session } from "../services/Session.js"
+import { Stats } from "../services/Stats.js"
 import { StatusService } from "../services/StatusService.js"
 import { WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
+import { WebLayer } from "./Web.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
 export interface ProxyOptions {
@@ -33,7 +36,7 @@ export interface ProxyOptions {
 
 /** Every service of the connection path, up to Session; nothing listens yet. */
 export const makeSessionLayer = (options: ProxyOptions = {}) => {
-  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default)
+  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default, Stats.Default)
   const Edges = Layer.mergeAll(
     options.backend ?? Backend.Default,
     Forwarding.Default,
@@ -48,9 +51,18 @@ export const makeSessionLayer = (options: ProxyOptions = {}) => {
   return Session.Default.pipe(Layer.provideMerge(Answers))
 }
 
-/** Every service of the proxy plus the listener; accepting starts when this layer is built. */
+/**
+ * Every service of the proxy, the web admin server when `[web]` is configured, then the listener; accepting starts
+ * when this layer is built. Shutdown runs the other way: the shutdown is noted (the admin API's health turns 503),
+ * the listener drains while the admin API still answers, then the web server and the services stop.
+ */
 export const makeProxyLayer = (options: ProxyOptions = {}) => {
-  const listener = Listener.Default.pipe(Layer.provideMerge(makeSessionLayer(options)))
+  const listener = Lifecycle.drainNotice.pipe(
+    Layer.provideMerge(Listener.Default),
+    Layer.provideMerge(WebLayer),
+    Layer.provideMerge(makeSessionLayer(options)),
+    Layer.provideMerge(Lifecycle.Default)
+  )
   return Layer.effect(ListeningAddress, Effect.map(Listener, (listening) => listening.address)).pipe(Layer.provideMerge(listener))
 }
 
@@ -59,7 +71,7 @@ export const makeProxyLayer = (options: ProxyOptions = {}) => {
  * server managers, health checks, the status cache, the registry of every worker's sessions) and the worker pool.
  */
 export const makeControlLayer = (options: ProxyOptions & { readonly workers: WorkerPoolOptions }) => {
-  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default)
+  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Stats.Default)
   const Edges = Layer.mergeAll(
     options.backend ?? Backend.Default,
     Forwarding.Default,
@@ -69,7 +81,12 @@ export const makeControlLayer = (options: ProxyOptions & { readonly workers: Wor
     ServerManager.Default(options.serverManager)
   ).pipe(Layer.provideMerge(State))
   const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
-  const pool = WorkerPool.layer(options.workers).pipe(Layer.provideMerge(Answers))
+  const pool = Lifecycle.drainNotice.pipe(
+    Layer.provideMerge(WorkerPool.layer(options.workers)),
+    Layer.provideMerge(WebLayer),
+    Layer.provideMerge(Answers),
+    Layer.provideMerge(Lifecycle.Default)
+  )
   return Layer.effect(ListeningAddress, Effect.map(WorkerPool, (workers) => workers.address)).pipe(Layer.provideMerge(pool))
 }
 

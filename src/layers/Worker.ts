@@ -35,6 +35,7 @@ import { Relay } from "../services/Relay.js"
 import { Router } from "../services/Router.js"
 import type { EnsureResult } from "../services/ServerManager.js"
 import { makePipeline } from "../services/session/pipeline.js"
+import { statsDataPlane } from "../services/Stats.js"
 import { SharedMemory } from "../services/SharedMemory.js"
 import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
 import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
@@ -110,6 +111,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     }
     const states = new Map<string, ServerState>(data.states)
     const shared = yield* SharedMemory
+    const stats = statsDataPlane(data.stats, data.index)
     const registry = yield* PlayerRegistry
     const relay = yield* Relay
     const runtime = yield* Effect.runtime<never>()
@@ -176,7 +178,8 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       forwarding: yield* Forwarding,
       relay: relay.dataPlane,
       logDetached: Runtime.runFork(runtime),
-      infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
+      infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
+      stats
     })
 
     // Connection ids are unique across workers: this worker's count, with its index in the last three digits.
@@ -187,6 +190,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       relay,
       target: data.listen,
       admit: (max) => shared.connections.enter(max),
+      onRefused: () => stats.rejected("max_connections"),
       nextId: () => ++counter * 1000 + data.index + 1
     })
 

@@ -33,7 +33,11 @@ export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforc
     })
 
     const changes = yield* bans.subscribe
-    yield* changes.pipe(Stream.runForEach(() => enforce), Effect.forkScoped)
+    yield* changes.pipe(
+      Stream.filter((change) => change.added.length > 0),
+      Stream.runForEach(() => enforce),
+      Effect.forkScoped
+    )
     return { enforce }
   })
 }) {}

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type { ServerDefinition } from "../schema/decode.js"
 import { type ActiveHealth } from "../schema/GlobalConfig.js"
@@ -68,6 +69,15 @@ export const probe = (server: ServerDefinition, address: BackendAddress, setting
   )
 }
 
+/** An address passing or failing its probes after doing the opposite (the first failure counts: addresses start up). */
+export interface HealthChange {
+  readonly serverId: string
+  readonly address: string
+  readonly healthy: boolean
+  /** Why a probe failed; absent when the address is up again. */
+  readonly reason?: string
+}
+
 /** Why a probe failed, in words; a defect (a bug) fails the probe too rather than ending the loop. */
 const failureOf = (cause: Cause.Cause<StatusFetchError>): string =>
   Option.match(Cause.failureOption(cause), {
@@ -84,6 +94,7 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
     const serverLimits = new Map<string, { readonly size: number; readonly semaphore: Effect.Semaphore }>()
     /** What each probe loop was started with, to restart it when its settings change. */
     const running = new Map<string, string>()
+    const changes = yield* PubSub.sliding<HealthChange>(1024)
 
     const limitFor = (serverId: string, size: number) =>
       Effect.gen(function* () {
@@ -102,9 +113,11 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
           const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.exit)
           const nowHealthy = Exit.isSuccess(result)
           if (nowHealthy !== healthy) {
-            yield* Exit.isSuccess(result)
-              ? Effect.logInfo(`health: ${name} is up again`)
-              : Effect.logWarning(`health: ${name} is down (${failureOf(result.cause)})`)
+            const change: HealthChange = Exit.isSuccess(result)
+              ? { serverId: server.id, address: formatHostPort(address), healthy: true }
+              : { serverId: server.id, address: formatHostPort(address), healthy: false, reason: failureOf(result.cause) }
+            yield* change.healthy ? Effect.logInfo(`health: ${name} is up again`) : Effect.logWarning(`health: ${name} is down (${change.reason})`)
+            yield* PubSub.publish(changes, change)
           }
           healthy = nowHealthy
           yield* balancer.setHealth(server, address, healthy)
@@ -145,6 +158,10 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
 
     yield* reconcile
     yield* store.changes.pipe(Stream.runForEach(() => reconcile), Effect.forkScoped)
-    return { probing: Effect.sync(() => [...running.keys()]) }
+    return {
+      probing: Effect.sync(() => [...running.keys()]),
+      /** Health changes from now on, for as long as the scope lives (subscribed when this runs). */
+      subscribe: Effect.map(PubSub.subscribe(changes), (queue): Stream.Stream<HealthChange> => Stream.fromQueue(queue))
+    }
   })
 }) {}

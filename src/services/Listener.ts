@@ -8,13 +8,20 @@ import { ConfigStore } from "./ConfigStore.js"
 import { listen } from "./listener/listen.js"
 import { Relay } from "./Relay.js"
 import { Session } from "./Session.js"
+import { Stats } from "./Stats.js"
 
 export { ListenError, shutdownGrace } from "./listener/listen.js"
 
 export class Listener extends Effect.Service<Listener>()("portal/Listener", {
   scoped: Effect.gen(function* () {
     const session = yield* Session
-    const listening = yield* listen({ handle: session.handle, store: yield* ConfigStore, relay: yield* Relay })
+    const stats = (yield* Stats).dataPlane
+    const listening = yield* listen({
+      handle: session.handle,
+      store: yield* ConfigStore,
+      relay: yield* Relay,
+      onRefused: () => stats.rejected("max_connections")
+    })
     yield* Effect.logInfo(`listening on ${formatHostPort(listening.address)}`)
     return listening
   })

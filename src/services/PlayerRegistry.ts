@@ -5,6 +5,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
 import type { ServerDefinition } from "../schema/decode.js"
 import { releaseOnce } from "./once.js"
 import type { PlayerCounter } from "./shared/counters.js"
@@ -30,6 +32,17 @@ export interface SessionSnapshot extends SessionEntry {
   readonly bytesOut: number
 }
 
+/**
+ * A player joined (the relay to their backend started) or left (a session that had joined ended). Sessions that end
+ * before they join produce neither.
+ */
+export type PlayerEvent =
+  | { readonly _tag: "Joined"; readonly session: SessionSnapshot }
+  | { readonly _tag: "Left"; readonly session: SessionSnapshot }
+
+/** Events not yet taken by a slow subscriber are dropped beyond this many (oldest first). */
+const EVENT_BUFFER = 1024
+
 /** What ends a session from outside: before the relay, the login in progress; after, the relay. */
 export interface SessionEnder {
   readonly end: (reason: string) => void
@@ -42,6 +55,8 @@ interface LiveSession {
   ender: SessionEnder | undefined
   /** Set once the session was asked to end, so an ender attached later ends it at once. */
   endedBecause: string | undefined
+  /** Whether `Joined` was published (so that `Left` is too). */
+  joined: boolean
 }
 
 /** A session's place in the registry; `release` removes it (idempotent). */
@@ -68,13 +83,15 @@ export interface PlayerRegistryDataPlane {
 const noPlace = () => {}
 
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
-  effect: Effect.map(Effect.serviceOption(SharedMemory), (memory) => {
+  effect: Effect.map(Effect.zip(Effect.serviceOption(SharedMemory), PubSub.sliding<PlayerEvent>(EVENT_BUFFER)), ([memory, events]) => {
     // Places under max_players: in the shared counters for servers with slots, else counted here.
     const counter: PlayerCounter | undefined = Option.getOrUndefined(memory)?.players
     // A plain Map owned by this service: sessions come and go at connection rate, and copying an immutable
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
     const perServer = new Map<string, number>()
+    /** Subscribers to `events`: with none (the usual case without the admin API), a join or leave builds no event. */
+    let listening = 0
 
     const adjust = (serverId: string, delta: number) => {
       const next = (perServer.get(serverId) ?? 0) + delta
@@ -110,7 +127,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         uuid: entry.uuid,
         since
       }
-      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined }
+      const live: LiveSession = { entry: session, backendAddress: undefined, bytes: undefined, ender: undefined, endedBecause: undefined, joined: false }
       sessions.set(entry.id, live)
       adjust(entry.serverId, 1)
       // Released once its entry has left the map (or been replaced by a session of the same id).
@@ -126,8 +143,14 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
           if (released()) return
           live.backendAddress = backendAddress
           live.bytes = bytes
+          if (!live.joined) {
+            live.joined = true
+            // Synchronous: the connection path publishes without a fiber.
+            if (listening > 0) events.unsafeOffer({ _tag: "Joined", session: snapshot(live) })
+          }
         },
         release: releaseOnce(() => {
+          if (live.joined && listening > 0 && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
@@ -172,6 +195,14 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       /** Live sessions of one server known to this registry. */
       playersOn: (serverId: string): Effect.Effect<number> => Effect.sync(() => perServer.get(serverId) ?? 0),
       total: Effect.sync(() => sessions.size),
+      /**
+       * Players joining and leaving from now on, for as long as the scope lives (subscribed when this runs, so nothing
+       * after it returns is missed).
+       */
+      subscribe: Effect.acquireRelease(
+        Effect.sync(() => (listening += 1)),
+        () => Effect.sync(() => (listening -= 1))
+      ).pipe(Effect.zipRight(PubSub.subscribe(events)), Effect.map((queue): Stream.Stream<PlayerEvent> => Stream.fromQueue(queue))),
       /**
        * Ends one session with a reason the player is shown where the protocol allows; false when no such session is
        * live. The session leaves the registry when its connection has closed.

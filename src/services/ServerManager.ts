@@ -10,6 +10,7 @@ import * as CommandExecutor from "@effect/platform/CommandExecutor"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -65,6 +66,16 @@ export interface ServerStatus {
   readonly reason: string
   /** Epoch milliseconds of the last change of state. */
   readonly since: number
+}
+
+/** A start or stop asked of a server that has no `[server_manager]`. */
+export class NotManaged extends Data.TaggedError("NotManaged")<{ readonly serverId: string; readonly reason: string }> {}
+
+/** What a start or stop asked from outside did: whether it began, and the state now. */
+export interface CommandResult {
+  readonly begun: boolean
+  readonly state: ServerState
+  readonly reason: string
 }
 
 export interface ServerManagerOptions {
@@ -416,6 +427,21 @@ const make = (options: ServerManagerOptions) =>
           : Effect.map(SubscriptionRef.get(entry.status), ({ state, reason, since }) => Option.some({ state, reason, since }))
       })
 
+    /** A start or stop asked from outside (the admin API): it begins when the state allows it. */
+    const command = (serverId: string, begin: (entry: Entry) => Effect.Effect<boolean>): Effect.Effect<CommandResult, NotManaged> =>
+      Effect.suspend(() => {
+        const entry = entries.get(serverId)
+        if (entry === undefined) {
+          return Effect.fail(new NotManaged({ serverId, reason: `server ${serverId} has no [server_manager]` }))
+        }
+        return locked(
+          entry,
+          Effect.flatMap(begin(entry), (begun) =>
+            Effect.map(SubscriptionRef.get(entry.status), ({ state, reason }): CommandResult => ({ begun, state, reason }))
+          )
+        )
+      })
+
     const dataPlane: ServerManagerDataPlane = {
       manages: (serverId) => entries.has(serverId),
       stateOf: (serverId) => entries.get(serverId)?.state ?? "online"
@@ -443,6 +469,10 @@ const make = (options: ServerManagerOptions) =>
           (pairs): ReadonlyMap<string, ServerState> => new Map(pairs)
         )
       ),
+      /** Starts a sleeping or crashed server; `begun` is false when its state does not allow a start. */
+      start: (serverId: string, reason: string) => command(serverId, (entry) => beginStart(entry, reason)),
+      /** Stops an online or starting server; `begun` is false when its state does not allow a stop. */
+      stop: (serverId: string, reason: string) => command(serverId, (entry) => beginStop(entry, reason)),
       /** The wait bound in force (WAKE_WAIT unless overridden). */
       wakeWait
     }

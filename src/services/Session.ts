@@ -30,6 +30,7 @@ import { Relay } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
 import { makePipeline } from "./session/pipeline.js"
+import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
 
 export type { Connection } from "./session/connection.js"
@@ -56,7 +57,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       relay: (yield* Relay).dataPlane,
       logDetached: Runtime.runFork(yield* Effect.runtime<never>()),
       // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
-      infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel))
+      infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
+      stats: (yield* Stats).dataPlane
     })
     return { handle }
   })

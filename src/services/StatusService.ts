@@ -20,6 +20,7 @@ import { Backend, type BackendUnavailable } from "./Backend.js"
 import { ConfigStore } from "./ConfigStore.js"
 import { Forwarding, type ForwardingUnavailable } from "./Forwarding.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
+import { Stats } from "./Stats.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
 import { fetchBackendStatus, type StatusFetchError } from "./status/backendStatus.js"
 import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, UNKNOWN_DOMAIN_TEXT } from "./status/motd.js"
@@ -59,6 +60,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
     const backend = yield* Backend
     const forwarding = yield* Forwarding
     const registry = yield* PlayerRegistry
+    const stats = (yield* Stats).dataPlane
     const cache = new StatusCache<StatusJson>()
     const inflight = new Map<string, Deferred.Deferred<StatusJson, FetchFailure>>()
     const rendered = new WeakMap<StatusJson, { readonly entry: MotdEntry | undefined; readonly json: StatusJson; readonly text: string }>()
@@ -113,7 +115,11 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const key = `${server.id}\0${request.handshake.protocolVersion}`
         const now = yield* Clock.currentTimeMillis
         const fresh = cache.fresh(key, now, ttlMs)
-        if (fresh !== undefined) return { json: fresh, source: "cache" as const }
+        if (fresh !== undefined) {
+          stats.statusCache("hit")
+          return { json: fresh, source: "cache" as const }
+        }
+        stats.statusCache("miss")
         let pending = inflight.get(key)
         if (pending === undefined) {
           const created = yield* Deferred.make<StatusJson, FetchFailure>()
@@ -134,7 +140,10 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const result = yield* Effect.either(Deferred.await(pending))
         if (Either.isRight(result)) return { json: result.right, source: "backend" as const }
         const stale = cache.any(key)
-        if (stale !== undefined) return { json: stale, source: "stale" as const }
+        if (stale !== undefined) {
+          stats.statusCache("stale")
+          return { json: stale, source: "stale" as const }
+        }
         return undefined
       })
 

@@ -34,6 +34,7 @@ import { currentConnectionLog } from "./log/connectionFields.js"
 import { PlayerRegistry, type SessionLease } from "./PlayerRegistry.js"
 import { ServerManager } from "./ServerManager.js"
 import { SharedMemory } from "./SharedMemory.js"
+import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
 import { makeCalls } from "./workers/calls.js"
 import { type ListenPlan, planListening } from "./workers/listening.js"
@@ -124,6 +125,7 @@ const make = (options: WorkerPoolOptions) =>
     const manager = yield* ServerManager
     const status = yield* StatusService
     const registry = yield* PlayerRegistry
+    const stats = yield* Stats
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const entry = workerEntry()
@@ -258,6 +260,7 @@ const make = (options: WorkerPoolOptions) =>
         const data: WorkerData = {
           index,
           shared: shared.buffers,
+          stats: stats.buffer,
           listen: target,
           snapshot: encodeSnapshot(snapshot),
           bans: yield* bans.list,

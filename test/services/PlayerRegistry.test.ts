@@ -2,7 +2,7 @@
  * The player registry: live sessions with byte counts read on demand, per-server counts, and leases that give a
  * session back once.
  */
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer, Stream } from "effect"
 import { decodeServerText, type ServerDefinition } from "../../src/schema/decode.js"
 import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { describe, expect, it } from "vitest"
@@ -110,5 +110,28 @@ describe("PlayerRegistry", () => {
         b!.release()
       }).pipe(Effect.provide(PlayerRegistry.Default.pipe(Layer.provide(SharedMemory.layer(1)))))
     )
+  })
+
+  it("tells subscribers of each join (the relay started) and leave, not of sessions that never joined", async () => {
+    const events = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const registry = yield* PlayerRegistry
+          const received: Array<string> = []
+          const stream = yield* registry.subscribe
+          yield* Effect.forkScoped(Stream.runForEach(stream, (event) => Effect.sync(() => received.push(`${event._tag} ${event.session.name}`))))
+          const refused = add(registry, entry(1, "lobby"), 1_000)
+          refused.release()
+          const joined = add(registry, entry(2, "lobby"), 2_000)
+          joined.attachBackend("127.0.0.1:25566", { bytesIn: () => 7, bytesOut: () => 9 })
+          joined.attachBackend("127.0.0.1:25566", { bytesIn: () => 7, bytesOut: () => 9 })
+          joined.release()
+          joined.release()
+          yield* Effect.sleep("20 millis")
+          return received
+        }).pipe(Effect.provide(PlayerRegistry.Default))
+      )
+    )
+    expect(events).toEqual(["Joined player2", "Left player2"])
   })
 })

@@ -42,10 +42,12 @@ export interface BanDataPlane {
   readonly playerBan: (player: BanCandidate, nowMs: number) => Ban | undefined
 }
 
-/** Bans that came into force: made through `add`, or found in an edit of the file. */
+/** Bans that came into force or left the store: through `add` / `remove` / the purge, or found in an edit of the file. */
 export interface BanChange {
   /** New targets, or targets banned again on new terms; each in force when the change applied. */
   readonly added: ReadonlyArray<Ban>
+  /** Targets no longer banned: lifted, purged after expiry, or deleted from the file by hand. */
+  readonly removed: ReadonlyArray<Ban>
 }
 
 /** What BanStore offers, whatever records the bans. */
@@ -58,9 +60,11 @@ export interface BanStoreSurface {
   readonly list: Effect.Effect<ReadonlyArray<Ban>>
   /** The audit log, oldest first. */
   readonly audit: Effect.Effect<ReadonlyArray<AuditEntry>>
+  /** The ban in force now for one address, player name or UUID, as the connection path would find it. */
+  readonly check: (target: BanTarget) => Effect.Effect<Ban | undefined, BanStoreError>
   /**
-   * Bans coming into force from now on, for as long as the scope lives (subscribed when this runs, so nothing
-   * added after it returns is missed). For removing online players a new ban matches.
+   * Bans coming into force or removed from now on, for as long as the scope lives (subscribed when this runs, so
+   * nothing changed after it returns is missed). For removing online players a new ban matches, and for events.
    */
   readonly subscribe: Effect.Effect<Stream.Stream<BanChange>, never, Scope.Scope>
   readonly dataPlane: BanDataPlane
@@ -123,6 +127,10 @@ const addedBetween = (before: BanIndex, after: BanIndex, nowMs: number): Array<B
     return old !== undefined && isActive(old, nowMs) && sameTerms(old, ban) ? [] : [ban]
   })
 
+/** Bans of `before` whose target `after` no longer has. */
+const removedBetween = (before: BanIndex, after: BanIndex): Array<Ban> =>
+  [...before.all].flatMap(([key, ban]) => (after.all.has(key) ? [] : [ban]))
+
 export interface BanState {
   /** One change at a time: `BanRecord` and every change run under it. */
   readonly lock: Effect.Semaphore
@@ -149,7 +157,8 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
         const before = yield* Ref.getAndSet(state, next)
         latest = next
         const added = addedBetween(before.index, next.index, yield* Clock.currentTimeMillis)
-        if (added.length > 0) yield* PubSub.publish(changes, { added })
+        const removed = removedBetween(before.index, next.index)
+        if (added.length > 0 || removed.length > 0) yield* PubSub.publish(changes, { added, removed })
       })
 
     const surface = (record: BanRecord, purgeInterval: Duration.DurationInput) =>
@@ -238,6 +247,19 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
             [...current.index.all.values()].filter((ban) => isActive(ban, nowMs))
           ),
           audit: Effect.map(Ref.get(state), (current) => current.audit),
+          check: (target) =>
+            Effect.gen(function* () {
+              const normal = yield* Either.mapLeft(normaliseTarget(target), (reason) => new BanStoreError({ reason }))
+              const nowMs = yield* Clock.currentTimeMillis
+              switch (normal.type) {
+                case "ip":
+                  return findIpBan(latest.index, normal.value, nowMs)
+                case "username":
+                  return findPlayerBan(latest.index, { name: normal.value, uuid: undefined }, nowMs)
+                case "uuid":
+                  return findPlayerBan(latest.index, { name: "", uuid: normal.value }, nowMs)
+              }
+            }),
           subscribe: Effect.map(PubSub.subscribe(changes), (queue) => Stream.fromQueue(queue)),
           dataPlane: {
             ipBan: (ip, nowMs) => findIpBan(latest.index, ip, nowMs),

@@ -37,7 +37,6 @@ export const inactiveFeatures = (
     else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
   }
   if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
-  if (global.web !== undefined) add("[web]", "the admin API and web UI are not active yet")
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
   if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
     add("[permissions]", "proxy commands need the packet modes, not active yet")

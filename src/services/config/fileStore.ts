@@ -141,8 +141,10 @@ const withEphemeralWebKey = (global: GlobalConfig) =>
     const web = global.web
     if (web === undefined || web.api_key !== undefined || !isLoopbackHost(web.bind.host)) return global
     const key = randomBytes(24).toString("base64url")
+    const host = web.bind.host.includes(":") ? `[${web.bind.host}]` : web.bind.host
     yield* Effect.logWarning(
-      `[web].api_key is not set; generated an ephemeral key for this run (loopback bind ${web.bind.host}): ${key}`
+      `[web].api_key is not set: generated a key for this run only. Sign in to the web UI at http://${host}:${web.bind.port}/ ` +
+        `(or send "Authorization: Bearer <key>" to the API) with the key ${key} ; set [web].api_key to keep one across restarts`
     )
     return { ...global, web: { ...web, api_key: key } }
   })

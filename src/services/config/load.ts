@@ -153,10 +153,9 @@ export interface GlobalFileCheck {
 export const checkGlobalFile = (configFile: string) =>
   Effect.gen(function* () {
     const absolute = NodePath.resolve(configFile)
-    const file = displayPath(absolute)
-    const baseDir = NodePath.dirname(absolute)
     const text = yield* Effect.either(readText(absolute))
     if (Either.isLeft(text)) {
+      const file = displayPath(absolute)
       const unread: GlobalFileCheck = {
         file,
         problems: text.left.problems,
@@ -166,7 +165,19 @@ export const checkGlobalFile = (configFile: string) =>
       }
       return unread
     }
-    const checked = checkGlobalText(file, text.right)
+    return yield* checkGlobalFileText(absolute, text.right)
+  })
+
+/**
+ * Checks the text of `proxy.toml` (already read, or about to be written) as the file at `configFile`: every problem,
+ * with paths made absolute and favicons turned into data URIs.
+ */
+export const checkGlobalFileText = (configFile: string, text: string) =>
+  Effect.gen(function* () {
+    const absolute = NodePath.resolve(configFile)
+    const file = displayPath(absolute)
+    const baseDir = NodePath.dirname(absolute)
+    const checked = checkGlobalText(file, text)
     const problems = [...checked.problems]
     let partial = resolveGlobalPaths(checked.partial ?? {}, baseDir)
     if (partial.default_motd !== undefined) {

@@ -51,6 +51,8 @@ export interface ListenerOptions {
   readonly admit?: (max: number) => (() => void) | undefined
   /** The next connection id (unique proxy-wide with workers); a counter of this listener's own without it. */
   readonly nextId?: () => number
+  /** Counts a connection refused for `max_connections`. */
+  readonly onRefused?: () => void
 }
 
 /**
@@ -91,6 +93,7 @@ export const listen = (options: ListenerOptions) =>
       if (admit !== undefined) {
         const place = admit(maxConnections)
         if (place === undefined) {
+          options.onRefused?.()
           socket.destroy()
           runFork(Effect.logDebug(`max_connections reached: closed a connection from ${socket.remoteAddress ?? "?"}`))
           return
@@ -104,6 +107,7 @@ export const listen = (options: ListenerOptions) =>
       runFork(options.handle({ id: nextId(), socket }))
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
+      options.onRefused?.()
       runFork(Effect.logDebug(`max_connections reached: closed a connection from ${data?.remoteAddress ?? "?"}`))
     })
 

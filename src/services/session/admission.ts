@@ -13,6 +13,7 @@ import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
 import type { ServerManager } from "../ServerManager.js"
+import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import { disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
@@ -27,6 +28,7 @@ export interface AdmissionServices {
   /** The lifecycle: synchronous reads, and the wait for a sleeping server (wake on join). */
   readonly manager: Pick<ServerManager, "dataPlane" | "ensureOnline">
   readonly clock: Clock.Clock
+  readonly stats: StatsDataPlane
 }
 
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
@@ -40,8 +42,11 @@ const preRelayEnder = (socket: Socket): SessionEnder => ({
   }
 })
 
-export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServices): AdmissionPhase => {
-  const refused = (socket: Socket, log: Effect.Effect<void>, message: string) => Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+export const makeAdmission = ({ bans, registry, manager, clock, stats }: AdmissionServices): AdmissionPhase => {
+  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason) => {
+    stats.rejected(reason)
+    return Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+  }
 
   const admit = (route: LoginRoute, start: Admitted["start"]): Effect.Effect<Admitted | undefined> => {
     const { opened, server } = route
@@ -54,13 +59,13 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     const now = clock.unsafeCurrentTimeMillis()
     const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
     if (playerBan !== undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)))
+      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned")
     }
     if (server.config.proxy_mode === "client_only") {
-      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable)
+      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable, "unavailable")
     }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
-      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable)
+      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable, "unavailable")
     }
     const lease = registry.admit(
       server,
@@ -76,7 +81,7 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
       now
     )
     if (lease === undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull)
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full")
     }
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
@@ -84,11 +89,12 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()
-      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting)
+      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable")
       return refused(
         client,
         Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
-        server.config.disconnect_message
+        server.config.disconnect_message,
+        "unavailable"
       )
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }

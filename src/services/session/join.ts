@@ -14,6 +14,7 @@ import type { BalancerDataPlane } from "../Balancer.js"
 import type { Forwarding } from "../Forwarding.js"
 import type { RelayDataPlane } from "../Relay.js"
 import type { ByteMeter, RelayOutcome } from "../relay/RelayMode.js"
+import type { StatsDataPlane } from "../Stats.js"
 import { relayTimeouts } from "../relay/watchdog.js"
 import { disconnect } from "./closing.js"
 import { backendPreamble } from "./connection.js"
@@ -21,6 +22,7 @@ import { MESSAGES } from "./messages.js"
 import type { Admitted, Joined } from "./phases.js"
 
 export interface JoinServices {
+  readonly stats: StatsDataPlane
   readonly backend: Pick<Backend, "dial" | "logFailures">
   readonly forwarding: Pick<Forwarding, "backendHandshake">
   readonly balancer: BalancerDataPlane
@@ -41,7 +43,7 @@ const gone = (client: Socket): boolean => client.destroyed || client.writableEnd
 
 const CLOSED: Effect.Effect<Joined> = Effect.succeed("closed")
 
-export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, infoLogged }: JoinServices): JoinPhase => {
+export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetached, infoLogged }: JoinServices): JoinPhase => {
   /**
    * What runs when a player's relay ends: gives the leases back and logs the "left" line. Made out here, from just
    * what it needs, because a function made inside the join would keep everything the login held (its reader and
@@ -57,9 +59,10 @@ export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, in
     const started = Date.now()
     return (outcome: RelayOutcome): void => {
       for (const release of releases) release()
-      if (!infoLogged) return
       const bytesIn = meters.current?.bytesIn() ?? 0
       const bytesOut = meters.current?.bytesOut() ?? 0
+      stats.sessionEnded(bytesIn, bytesOut)
+      if (!infoLogged) return
       logDetached(
         Effect.logInfo(
           `${who} left ${serverId} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
@@ -95,6 +98,7 @@ export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, in
       meters.current = live.meter
       admitted.lease.attachBackend(via, live.meter)
       admitted.lease.attachEnder(live)
+      stats.login()
       return "relayed" as const
     }
     if (!infoLogged) return Effect.sync(start)
@@ -108,6 +112,7 @@ export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, in
     if (gone(client)) return CLOSED
     return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global)), (dialed): Effect.Effect<Joined> => {
       if (dialed._tag === "Left") {
+        stats.rejected("backend_unreachable")
         return Effect.as(
           Effect.zipRight(
             Effect.logWarning(`${admitted.who} could not join ${server.id}: ${dialed.left.message}`),
@@ -132,6 +137,7 @@ export const makeJoin = ({ backend, forwarding, balancer, relay, logDetached, in
       )
       const replayed = Effect.flatMap(handshake, (bytes): Effect.Effect<Joined> => {
         if (bytes._tag === "Left") {
+          stats.rejected("unavailable")
           return Effect.as(
             Effect.zipRight(
               Effect.logError(`${admitted.who} could not join ${server.id}: ${bytes.left.message}`),

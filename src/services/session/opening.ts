@@ -23,6 +23,7 @@ import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
 import { done, failWith, needMore, type Parse, type ReadError, SocketReader } from "../net/SocketReader.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
+import type { StatsDataPlane } from "../Stats.js"
 import { closeWith, refuse } from "./closing.js"
 import { type Connection, normaliseIp, type Peer, type Release, socketPeer } from "./connection.js"
 import { MESSAGES } from "./messages.js"
@@ -72,6 +73,7 @@ export interface OpeningServices {
   readonly ipFilter: IpFilterDataPlane
   readonly bans: BanDataPlane
   readonly clock: Clock.Clock
+  readonly stats: StatsDataPlane
 }
 
 export type OpeningPhase = (
@@ -80,7 +82,7 @@ export type OpeningPhase = (
   fields: ConnectionLogFields
 ) => Effect.Effect<Opened | undefined, ReadError>
 
-export const makeOpening = ({ rateLimiter, ipFilter, bans, clock }: OpeningServices): OpeningPhase => {
+export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: OpeningServices): OpeningPhase => {
   /** The client as the PROXY protocol header names it. */
   const readProxyPeer = (connection: Connection, reader: SocketReader): Effect.Effect<Peer, ReadError> =>
     Effect.map(
@@ -137,9 +139,11 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock }: OpeningServi
     // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
     return Effect.flatMap(readOpening(reader), (opening): Effect.Effect<Opened | undefined> => {
       if (!globallyAllowed) {
+        stats.rejected("ip_filter")
         return Effect.as(Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
       }
       if (ipBan !== undefined) {
+        stats.rejected("banned")
         return Effect.as(
           Effect.zipRight(
             Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
@@ -165,6 +169,7 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock }: OpeningServi
       fields.ip = found.clientIp
       const slot = rateLimiter.enterHandshake(found.clientIp)
       if (slot === undefined) {
+        stats.rejected("flood")
         return Effect.as(
           Effect.zipRight(Effect.logDebug("too many handshakes in progress: closed"), closeWith(connection.socket, undefined)),
           undefined

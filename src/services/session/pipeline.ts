@@ -17,6 +17,7 @@ import { type ConnectionLogFields, currentConnectionLog } from "../log/connectio
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
+import type { StatsDataPlane } from "../Stats.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
 import { closeWith } from "./closing.js"
 import type { Connection } from "./connection.js"
@@ -44,6 +45,7 @@ export interface PipelineServices {
   readonly relay: JoinServices["relay"]
   readonly logDetached: JoinServices["logDetached"]
   readonly infoLogged: boolean
+  readonly stats: StatsDataPlane
 }
 
 /**
@@ -64,12 +66,13 @@ const logConnectionFailure = (cause: Cause.Cause<unknown>) => {
 export type ConnectionHandler = (connection: Connection) => Effect.Effect<void>
 
 export const makePipeline = (services: PipelineServices): ConnectionHandler => {
-  const { clock, rateLimiter, ipFilter, bans, router, balancer } = services
-  const open = makeOpening({ rateLimiter, ipFilter, bans, clock })
-  const routing = makeRouting({ rateLimiter, router, ipFilter, clock })
-  const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane })
-  const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock })
+  const { clock, rateLimiter, ipFilter, bans, router, balancer, stats } = services
+  const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats })
+  const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
+  const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane, stats })
+  const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats })
   const join = makeJoin({
+    stats,
     backend: services.backend,
     forwarding: services.forwarding,
     balancer,
@@ -104,6 +107,9 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     const socket = connection.socket
     // The connection's log fields, filled in as they become known. The fiber ends with the connection.
     const fields: ConnectionLogFields = { conn: connection.id }
+    // A connection counts as active until its socket closes, whoever closes it (the session or a relay).
+    stats.connectionOpened()
+    socket.once("close", stats.connectionClosed)
     return Effect.zipRight(
       FiberRef.set(currentConnectionLog, fields),
       Effect.flatMap(services.snapshot, (snapshot) =>

@@ -9,6 +9,7 @@ import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
+import type { StatsDataPlane } from "../Stats.js"
 import { closeWith, disconnect, refuse } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { ModernOpened, Opened, Routed } from "./phases.js"
@@ -18,6 +19,7 @@ export interface RoutingServices {
   readonly router: RouterDataPlane
   readonly ipFilter: IpFilterDataPlane
   readonly clock: Clock.Clock
+  readonly stats: StatsDataPlane
 }
 
 export interface Routing {
@@ -27,9 +29,12 @@ export interface Routing {
   readonly allowLegacyPing: (opened: Opened) => boolean
 }
 
-export const makeRouting = ({ rateLimiter, router, ipFilter, clock }: RoutingServices): Routing => ({
-  allowLegacyPing: (opened) =>
-    rateLimiter.allow("status", opened.peer.clientIp, clock.unsafeCurrentTimeMillis(), opened.snapshot.global),
+export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: RoutingServices): Routing => ({
+  allowLegacyPing: (opened) => {
+    const allowed = rateLimiter.allow("status", opened.peer.clientIp, clock.unsafeCurrentTimeMillis(), opened.snapshot.global)
+    if (!allowed) stats.rejected("rate_limited")
+    return allowed
+  },
 
   route: (opened, fields) => {
     const { connection, peer, snapshot, opening } = opened
@@ -39,6 +44,7 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock }: RoutingSer
     const { host } = splitAddress(handshake.address)
     const isStatus = handshake.nextState === NEXT_STATE_STATUS
     if (!rateLimiter.allow(isStatus ? "status" : "login", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
+      stats.rejected("rate_limited")
       return Effect.as(
         Effect.zipRight(
           isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"),
@@ -50,9 +56,11 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock }: RoutingSer
     const server = router.resolve(snapshot, host)
     if (server === undefined) {
       if (snapshot.global.unknown_domain_behavior === "drop") {
+        stats.rejected("unknown_domain")
         return Effect.as(Effect.zipRight(Effect.logDebug(`unknown domain "${host}": dropped`), closeWith(socket, undefined)), undefined)
       }
       if (isStatus) return Effect.succeed({ _tag: "Status", opened, server: undefined })
+      stats.rejected("unknown_domain")
       return Effect.as(
         Effect.zipRight(Effect.logInfo(`login for unknown domain "${host}" refused`), disconnect(socket, MESSAGES.unknownDomain(host))),
         undefined
@@ -60,6 +68,7 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock }: RoutingSer
     }
     fields.server = server.id
     if (!ipFilter.allowedFor(server, ip)) {
+      stats.rejected("ip_filter")
       return Effect.as(Effect.zipRight(Effect.logInfo(`refused by the [ip_filter] of ${server.id}`), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
     }
     return Effect.succeed(isStatus ? { _tag: "Status", opened, server } : { _tag: "Login", opened, server })

@@ -13,6 +13,7 @@ import type { BalancerDataPlane } from "../Balancer.js"
 import { framedPacket, type ReadError, type WriteFailed, writeAll } from "../net/SocketReader.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { ServerManagerDataPlane } from "../ServerManager.js"
+import type { StatsDataPlane } from "../Stats.js"
 import type { StatusService } from "../StatusService.js"
 import { toLegacyStatus } from "../status/motd.js"
 import { closeWith } from "./closing.js"
@@ -28,6 +29,7 @@ export interface StatusServices {
   readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
   readonly manager: ServerManagerDataPlane
+  readonly stats: StatsDataPlane
 }
 
 export interface StatusPhase {
@@ -38,7 +40,7 @@ export interface StatusPhase {
 const statusRequest = framedPacket(0x00, 16, () => undefined)
 const pingRequest = framedPacket(0x01, 16, (body) => body)
 
-export const makeStatusPhase = ({ status, router, balancer, manager }: StatusServices): StatusPhase => {
+export const makeStatusPhase = ({ status, router, balancer, manager, stats }: StatusServices): StatusPhase => {
   /**
    * The state a ping shows: the server manager's, and for a server that should be online but whose every address
    * fails its health check, `unreachable`.
@@ -65,6 +67,7 @@ export const makeStatusPhase = ({ status, router, balancer, manager }: StatusSer
           )
         ),
         Effect.tap((answer) => writeAll(connection.socket, encodeStatusResponse(answer.text))),
+        Effect.tap(() => Effect.sync(stats.ping)),
         Effect.flatMap((answer) => Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)),
         Effect.zipRight(reader.read("the ping", 64, HANDSHAKE_TIMEOUT_MS, pingRequest).pipe(Effect.option)),
         Effect.flatMap((ping) => closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined))
@@ -93,6 +96,7 @@ export const makeStatusPhase = ({ status, router, balancer, manager }: StatusSer
           })
           .pipe(
             Effect.tap((answer) => Effect.logDebug(`legacy ${ping._tag} ping for "${host}" answered (${answer.source})`)),
+            Effect.tap(() => Effect.sync(stats.ping)),
             Effect.flatMap((answer) => closeWith(connection.socket, encodeLegacyPingResponse(ping, toLegacyStatus(answer.json))))
           )
       })

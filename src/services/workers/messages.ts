@@ -4,6 +4,7 @@
  */
 import type { ServerState } from "../../schema/common.js"
 import type { SharedBuffers } from "../shared/SharedState.js"
+import type { StatsBuffer } from "../Stats.js"
 import type { WorkerListen } from "./listening.js"
 import type { Handshake } from "../../protocol/handshake.js"
 import type { Ban } from "../bans/file.js"
@@ -69,6 +70,8 @@ export interface WorkerData {
   /** 0-based; also the worker's ledger in the shared state. */
   readonly index: number
   readonly shared: SharedBuffers
+  /** The rows of the stats counters; this worker writes row `index`. */
+  readonly stats: StatsBuffer
   readonly listen: WorkerListen
   readonly snapshot: string
   readonly bans: ReadonlyArray<Ban>

@@ -1,0 +1,183 @@
+/**
+ * What every answer of the web server goes through, around the API's router: the rate limit (`X-RateLimit-*` on every
+ * API answer, 429 past it), CORS for `cors_origins` only, the bound on request bodies, security headers, the web UI's
+ * files, and one error shape, `{"error":{"code","message","details"?}}`, for whatever the router itself answers
+ * (an unknown route, a request that does not match the contract, a failure of Portal's own).
+ */
+import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { API_PREFIX } from "./api.js"
+import { isBodyTooLarge, MAX_BODY_BYTES } from "./limits.js"
+import type { RateDecision, RateLimiter } from "./rateLimit.js"
+import { type ErrorBody, errorBody } from "./schemas.js"
+import type { UiFile } from "./ui.js"
+
+/** The UI runs only its own files: no inline script or style, nothing from elsewhere, never inside a frame. */
+export const UI_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+const API_CSP = "default-src 'none'; frame-ancestors 'none'"
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "cross-origin-opener-policy": "same-origin",
+  "cross-origin-resource-policy": "same-origin"
+}
+
+const CORS_ALLOWED_HEADERS = "authorization, content-type, last-event-id"
+const CORS_EXPOSED_HEADERS = "retry-after, www-authenticate, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset"
+const CORS_METHODS = "GET, POST, PUT, DELETE, OPTIONS"
+
+export interface EdgeOptions {
+  readonly limiter: RateLimiter
+  readonly corsOrigins: ReadonlyArray<string>
+  /** The UI's files, when `enable_webui`. */
+  readonly ui: ReadonlyMap<string, UiFile> | undefined
+}
+
+const jsonError = (status: number, body: ErrorBody, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson({ error: body }, { status, headers })
+
+const rateHeaders = (decision: RateDecision): Record<string, string> => ({
+  "x-ratelimit-limit": String(decision.limit),
+  "x-ratelimit-remaining": String(decision.remaining),
+  "x-ratelimit-reset": String(decision.resetSeconds)
+})
+
+/** The contract's decode failures, as the platform encodes them: rewritten into the one error shape. */
+const DecodeFailure = Schema.Struct({
+  _tag: Schema.Literal("HttpApiDecodeError"),
+  message: Schema.String,
+  issues: Schema.Array(HttpApiError.Issue)
+})
+const decodeFailure = Schema.decodeUnknownOption(Schema.parseJson(DecodeFailure))
+
+const asDecodeFailure = (response: HttpServerResponse.HttpServerResponse) => {
+  if (response.status !== 400 || response.body._tag !== "Uint8Array") return Option.none()
+  return decodeFailure(new TextDecoder().decode(response.body.body))
+}
+
+const describeIssues = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>) =>
+  issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
+
+/** What the router failed with, as an answer. */
+const failureResponse = (request: HttpServerRequest.HttpServerRequest, cause: Cause.Cause<unknown>) => {
+  const failure = Cause.squash(cause)
+  if (failure instanceof HttpServerError.RouteNotFound || (Cause.isFailType(cause) && cause.error instanceof HttpServerError.RouteNotFound)) {
+    return Effect.succeed(jsonError(404, errorBody("not_found", `no route ${request.method} ${new URL(request.url, "http://x").pathname}`)))
+  }
+  if (failure instanceof HttpApiError.HttpApiDecodeError) {
+    return Effect.succeed(jsonError(400, errorBody("bad_request", failure.message, { issues: describeIssues(failure.issues) })))
+  }
+  if (failure instanceof HttpServerError.RequestError && isBodyTooLarge(failure)) {
+    return Effect.succeed(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
+  }
+  if (failure instanceof HttpServerError.RequestError) {
+    return Effect.succeed(jsonError(400, errorBody("bad_request", `cannot read the request: ${failure.message}`)))
+  }
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(jsonError(503, errorBody("shutting_down", "Portal is shutting down")))
+  return Effect.as(
+    Effect.logError(`admin API: ${request.method} ${request.url} failed`, cause),
+    jsonError(500, errorBody("internal", "Portal failed to answer this request; the log has the details"))
+  )
+}
+
+export const makeEdge = (options: EdgeOptions) => {
+  const allowedOrigins = new Set(options.corsOrigins)
+
+  const corsHeaders = (request: HttpServerRequest.HttpServerRequest): Record<string, string> => {
+    const origin = request.headers["origin"]
+    return origin !== undefined && allowedOrigins.has(origin)
+      ? { "access-control-allow-origin": origin, "access-control-expose-headers": CORS_EXPOSED_HEADERS, vary: "Origin" }
+      : {}
+  }
+
+  /** A preflight: the CORS answer for an allowed origin, and nothing of CORS for any other. */
+  const preflight = (request: HttpServerRequest.HttpServerRequest) => {
+    const origin = request.headers["origin"]
+    const headers: Record<string, string> =
+      origin !== undefined && allowedOrigins.has(origin)
+        ? {
+            "access-control-allow-origin": origin,
+            "access-control-allow-methods": CORS_METHODS,
+            "access-control-allow-headers": CORS_ALLOWED_HEADERS,
+            "access-control-max-age": "600",
+            vary: "Origin"
+          }
+        : {}
+    return HttpServerResponse.empty({ status: 204, headers })
+  }
+
+  const api = <E, R>(request: HttpServerRequest.HttpServerRequest, app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.gen(function* () {
+      const address = Option.getOrElse(request.remoteAddress, () => "unknown")
+      const decision = options.limiter(address, yield* Clock.currentTimeMillis)
+      const finish = (response: HttpServerResponse.HttpServerResponse) =>
+        HttpServerResponse.setHeaders(response, {
+          ...SECURITY_HEADERS,
+          "content-security-policy": API_CSP,
+          "cache-control": "no-store",
+          ...rateHeaders(decision),
+          ...corsHeaders(request),
+          ...(response.status === 401 ? { "www-authenticate": 'Bearer realm="portal"' } : {})
+        })
+      if (!decision.allowed) {
+        yield* Effect.logDebug(`admin API: ${address} is over [web.rate_limit]`)
+        return finish(
+          jsonError(429, errorBody("rate_limited", `more than ${decision.limit} requests in a minute; try again in ${decision.resetSeconds} s`), {
+            "retry-after": String(decision.resetSeconds)
+          })
+        )
+      }
+      if (request.method === "OPTIONS") return finish(preflight(request))
+      const declared = Number(request.headers["content-length"] ?? "0")
+      if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
+        return finish(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
+      }
+      const answered = yield* app.pipe(
+        HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+        Effect.catchAllCause((cause) => failureResponse(request, cause))
+      )
+      const response = Option.match(asDecodeFailure(answered), {
+        onNone: () => answered,
+        onSome: (failure) => jsonError(400, errorBody("bad_request", failure.message, { issues: describeIssues(failure.issues) }))
+      })
+      if (request.method !== "GET") yield* Effect.logInfo(`admin API: ${request.method} ${request.url} from ${address}: ${response.status}`)
+      else yield* Effect.logDebug(`admin API: ${request.method} ${request.url} from ${address}: ${response.status}`)
+      return finish(response)
+    })
+
+  const ui = (request: HttpServerRequest.HttpServerRequest) => {
+    const pathname = new URL(request.url, "http://x").pathname
+    const file = options.ui?.get(pathname === "/index.html" ? "/" : pathname)
+    const headers = { ...SECURITY_HEADERS, "content-security-policy": UI_CSP }
+    if (file === undefined || (request.method !== "GET" && request.method !== "HEAD")) {
+      return HttpServerResponse.text("Not found\n", { status: 404, headers })
+    }
+    if (request.headers["if-none-match"] === file.etag) {
+      return HttpServerResponse.empty({ status: 304, headers: { ...headers, etag: file.etag } })
+    }
+    return HttpServerResponse.uint8Array(file.body, {
+      contentType: file.contentType,
+      headers: { ...headers, etag: file.etag, "cache-control": "no-cache" }
+    })
+  }
+
+  return <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const pathname = new URL(request.url, "http://x").pathname
+      return pathname === API_PREFIX || pathname.startsWith(`${API_PREFIX}/`) || pathname.startsWith("/api/")
+        ? api(request, app)
+        : Effect.succeed(ui(request))
+    })
+}

@@ -1,0 +1,192 @@
+/**
+ * ConfigEditor: changes to the configuration files made from outside (the admin API). Every text is checked with
+ * the same code a file on disk goes through (strict decoding, the `[web]` rules, favicons, conflicts with the other
+ * servers) before anything is written; a write replaces the file atomically (temporary file and rename), then
+ * ConfigStore applies it at once, as its file watch would.
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as NodePath from "node:path"
+import { findServerConflicts, type ServerIdentity } from "../schema/decode.js"
+import { GlobalConfig } from "../schema/GlobalConfig.js"
+import type { ConfigProblem } from "../schema/problems.js"
+import { isNotFound, writeFileAtomic } from "./bans/atomicWrite.js"
+import { ConfigError } from "./config/ConfigError.js"
+import { checkGlobalFile, checkGlobalFileText, checkServerText, displayPath } from "./config/load.js"
+import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "./ConfigStore.js"
+
+/** A file could not be read, written or removed. */
+export class ConfigWriteError extends Data.TaggedError("ConfigWriteError")<{ readonly reason: string }> {}
+
+/** What a server id written in a path may be: it names the file `<id>.toml`, so no separator and no dot. */
+export const SERVER_ID = /^[a-z0-9_-]+$/
+
+/** What checking a `proxy.toml` text found: every problem, and the restart-only options it changes. */
+export interface GlobalTextCheck {
+  readonly problems: ReadonlyArray<ConfigProblem>
+  readonly restartRequired: ReadonlyArray<string>
+}
+
+export interface ServerWrite {
+  /** The file did not exist before. */
+  readonly created: boolean
+  /** The server is in the configuration in force after the write. */
+  readonly applied: boolean
+}
+
+const encodeGlobal = Schema.encodeEither(GlobalConfig)
+
+/** The restart-only options that differ between two versions of `proxy.toml` (compared in their file form). */
+export const restartOnlyChanges = (before: GlobalConfig, after: GlobalConfig): Array<string> => {
+  const old = Either.getOrUndefined(encodeGlobal(before))
+  const next = Either.getOrUndefined(encodeGlobal(after))
+  return RESTART_ONLY_KEYS.filter((key) => JSON.stringify(old?.[key] ?? before[key]) !== JSON.stringify(next?.[key] ?? after[key]))
+}
+
+export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigEditor", {
+  effect: Effect.gen(function* () {
+    const store = yield* ConfigStore
+    const fs = yield* FileSystem.FileSystem
+    const client = yield* HttpClient.HttpClient
+    const provide = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | HttpClient.HttpClient>) =>
+      effect.pipe(Effect.provideService(FileSystem.FileSystem, fs), Effect.provideService(HttpClient.HttpClient, client))
+    const failure = (what: string) => (error: { readonly message: string }) => new ConfigWriteError({ reason: `${what}: ${error.message}` })
+    /**
+     * `proxy.toml` as Portal runs it: restart-only options keep their startup values (the running snapshot may hold a
+     * key made for the run, which the file never had). Read when the admin API starts, right after Portal's start.
+     */
+    const startup = yield* store.get
+    const running = Option.getOrElse(
+      Option.fromNullable((yield* provide(checkGlobalFile(startup.configFile))).config),
+      () => startup.global
+    )
+    const restartRequired = (next: GlobalConfig) => restartOnlyChanges(running, next)
+
+    /** The file that holds server `id`: the file it was loaded from, else `<servers_dir>/<id>.toml`. */
+    const fileOf = (snapshot: ConfigSnapshot, id: string): string => {
+      const loaded = snapshot.servers.get(id)
+      // A definition's file is shown relative to the working directory, which does not change while Portal runs.
+      return loaded !== undefined ? NodePath.resolve(loaded.file) : NodePath.join(snapshot.global.servers_dir, `${id}.toml`)
+    }
+
+    const readIfPresent = (file: string) =>
+      fs.readFileString(file).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<string>())),
+        Effect.mapError(failure(`cannot read ${displayPath(file)}`))
+      )
+
+    const checkServerAt = (snapshot: ConfigSnapshot, id: string, text: string) =>
+      Effect.gen(function* () {
+        const absolute = fileOf(snapshot, id)
+        const file = displayPath(absolute)
+        if (!SERVER_ID.test(id)) {
+          return [{ file, path: "", message: `server ids in a path must match [a-z0-9_-]+, got ${JSON.stringify(id)}` }]
+        }
+        const checked = yield* provide(checkServerText(absolute, text))
+        const problems: Array<ConfigProblem> = [...checked.problems]
+        const identity = checked.identity
+        if (identity?.id !== undefined && identity.id !== id) {
+          problems.push({
+            file,
+            path: identity.config.name !== undefined ? "name" : "id",
+            message: `makes the server's id "${identity.id}" where the request is for "${id}"; remove it or make it "${id}"`
+          })
+        } else if (identity !== undefined) {
+          const others: Array<ServerIdentity> = [...snapshot.servers.values()].filter((server) => server.file !== file)
+          problems.push(...findServerConflicts([...others, identity]).problems.filter((problem) => problem.file === file))
+        }
+        return problems
+      })
+
+    const checkServer = (id: string, text: string): Effect.Effect<ReadonlyArray<ConfigProblem>> =>
+      Effect.flatMap(store.get, (snapshot) => checkServerAt(snapshot, id, text))
+
+    const writeServer = (id: string, text: string): Effect.Effect<ServerWrite, ConfigError | ConfigWriteError> =>
+      Effect.gen(function* () {
+        const snapshot = yield* store.get
+        const problems = yield* checkServerAt(snapshot, id, text)
+        if (problems.length > 0) return yield* new ConfigError({ problems })
+        const file = fileOf(snapshot, id)
+        const existed = yield* fs.exists(file).pipe(Effect.mapError(failure(`cannot look at ${displayPath(file)}`)))
+        yield* provide(writeFileAtomic(file, text)).pipe(Effect.mapError(failure(`cannot write ${displayPath(file)}`)))
+        yield* Effect.logInfo(`${displayPath(file)} written through the admin API`)
+        yield* store.rescanServers
+        const after = yield* store.get
+        return { created: !existed, applied: after.servers.has(id) }
+      })
+
+    const removeServer = (id: string): Effect.Effect<boolean, ConfigWriteError> =>
+      Effect.gen(function* () {
+        if (!SERVER_ID.test(id)) return false
+        const file = fileOf(yield* store.get, id)
+        const removed = yield* fs.remove(file).pipe(
+          Effect.as(true),
+          Effect.catchIf(isNotFound, () => Effect.succeed(false)),
+          Effect.mapError(failure(`cannot remove ${displayPath(file)}`))
+        )
+        if (!removed) return false
+        yield* Effect.logInfo(`${displayPath(file)} removed through the admin API`)
+        yield* store.rescanServers
+        return true
+      })
+
+    const checkGlobal = (text: string): Effect.Effect<GlobalTextCheck> =>
+      Effect.gen(function* () {
+        const snapshot = yield* store.get
+        const checked = yield* provide(checkGlobalFileText(snapshot.configFile, text))
+        return { problems: checked.problems, restartRequired: checked.config === undefined ? [] : restartRequired(checked.config) }
+      })
+
+    return {
+      /** The text of server `id`'s file and where it is; none when there is no such file. */
+      serverText: (id: string): Effect.Effect<Option.Option<{ readonly file: string; readonly text: string }>, ConfigWriteError> =>
+        SERVER_ID.test(id)
+          ? Effect.flatMap(store.get, (snapshot) => {
+              const file = fileOf(snapshot, id)
+              return Effect.map(readIfPresent(file), Option.map((text) => ({ file: displayPath(file), text })))
+            })
+          : Effect.succeedNone,
+      /** Every problem server `id`'s file would have with this text; nothing is written. */
+      checkServer,
+      /** Writes server `id`'s file after checking it, then applies it; fails with every problem, writing nothing. */
+      writeServer,
+      /** Removes server `id`'s file, then applies the change; false when there was no such file. */
+      removeServer,
+      /** The text of `proxy.toml`. */
+      globalText: Effect.flatMap(store.get, (snapshot) =>
+        fs.readFileString(snapshot.configFile).pipe(Effect.mapError(failure(`cannot read ${displayPath(snapshot.configFile)}`)))
+      ),
+      /** Every problem `proxy.toml` would have with this text (the `[web]` rules included); nothing is written. */
+      checkGlobal,
+      /** Writes `proxy.toml` after checking it, then reloads it; fails with every problem, writing nothing. */
+      writeGlobal: (text: string): Effect.Effect<GlobalTextCheck, ConfigError | ConfigWriteError> =>
+        Effect.gen(function* () {
+          const checked = yield* checkGlobal(text)
+          if (checked.problems.length > 0) return yield* new ConfigError({ problems: checked.problems })
+          const file = (yield* store.get).configFile
+          yield* provide(writeFileAtomic(file, text)).pipe(Effect.mapError(failure(`cannot write ${displayPath(file)}`)))
+          yield* Effect.logInfo(`${displayPath(file)} written through the admin API`)
+          yield* store.reloadGlobal
+          return checked
+        }),
+      /** Re-reads `proxy.toml` and every server file; a broken `proxy.toml` changes nothing and its problems are returned. */
+      reload: Effect.gen(function* () {
+        const snapshot = yield* store.get
+        const checked = yield* provide(checkGlobalFile(snapshot.configFile))
+        if (checked.problems.length > 0 || checked.config === undefined) {
+          const result: GlobalTextCheck = { problems: checked.problems, restartRequired: [] }
+          return result
+        }
+        yield* store.reloadGlobal
+        const result: GlobalTextCheck = { problems: [], restartRequired: restartRequired(checked.config) }
+        return result
+      })
+    }
+  })
+}) {}

@@ -1,0 +1,171 @@
+/**
+ * Stats: what the proxy has done since it started, for the admin API's `/stats` and its `stats` events. The
+ * connection path counts through `dataPlane` (plain increments, no allocation, no atomics): each thread writes its
+ * own row of a SharedArrayBuffer (the main thread's is the last), so that with worker threads every count is seen
+ * by the main thread, which sums the rows. `snapshot` reads them with per-second rates over the last minute, from
+ * a sample taken every second.
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { SharedMemory } from "./SharedMemory.js"
+
+/** Why a connection was refused or given up on. */
+export const REJECT_REASONS = [
+  "ip_filter",
+  "banned",
+  "rate_limited",
+  "flood",
+  "unknown_domain",
+  "server_full",
+  "unavailable",
+  "backend_unreachable",
+  "max_connections"
+] as const
+export type RejectReason = (typeof REJECT_REASONS)[number]
+
+// Counter slots: fixed ones first, then one per reject reason.
+const OPENED = 0
+const CLOSED = 1
+const LOGINS = 2
+const PINGS = 3
+const BYTES_IN = 4
+const BYTES_OUT = 5
+const CACHE_HIT = 6
+const CACHE_MISS = 7
+const CACHE_STALE = 8
+const REJECTED = 9
+const SLOTS = REJECTED + REJECT_REASONS.length
+const rejectSlot = Object.fromEntries(REJECT_REASONS.map((reason, index) => [reason, REJECTED + index])) as Record<RejectReason, number>
+
+/** The connection path's surface: synchronous increments. */
+export interface StatsDataPlane {
+  readonly connectionOpened: () => void
+  readonly connectionClosed: () => void
+  readonly rejected: (reason: RejectReason) => void
+  /** A player handed to a relay. */
+  readonly login: () => void
+  /** A status ping answered (modern or legacy). */
+  readonly ping: () => void
+  /** A relayed session ended, with the bytes it moved from and to the player. */
+  readonly sessionEnded: (bytesIn: number, bytesOut: number) => void
+  readonly statusCache: (outcome: "hit" | "miss" | "stale") => void
+}
+
+export interface StatsSnapshot {
+  /** Epoch milliseconds. */
+  readonly at: number
+  readonly connections: {
+    readonly total: number
+    readonly active: number
+    readonly rejected: Readonly<Record<RejectReason, number>>
+  }
+  readonly logins: { readonly total: number; readonly perSecond: number }
+  readonly pings: { readonly total: number; readonly perSecond: number }
+  /** Bytes of sessions that have ended (live sessions are counted by the player registry). */
+  readonly bytes: { readonly in: number; readonly out: number }
+  readonly statusCache: { readonly hits: number; readonly misses: number; readonly stale: number }
+}
+
+/** Samples kept for the rates: one a second over a minute, plus the one a minute ago. */
+const WINDOW_SAMPLES = 61
+
+/** The counters of every thread: `threads` rows of SLOTS values. */
+export interface StatsBuffer {
+  readonly buffer: SharedArrayBuffer
+  readonly threads: number
+}
+
+export const makeStatsBuffer = (threads: number): StatsBuffer => ({
+  buffer: new SharedArrayBuffer(threads * SLOTS * Float64Array.BYTES_PER_ELEMENT),
+  threads
+})
+
+/** The increments of one thread, into its own row. */
+export const statsDataPlane = (stats: StatsBuffer, thread: number): StatsDataPlane => {
+  const counters = new Float64Array(stats.buffer, thread * SLOTS * Float64Array.BYTES_PER_ELEMENT, SLOTS)
+  return {
+    connectionOpened: () => {
+      counters[OPENED]! += 1
+    },
+    connectionClosed: () => {
+      counters[CLOSED]! += 1
+    },
+    rejected: (reason) => {
+      counters[rejectSlot[reason]]! += 1
+    },
+    login: () => {
+      counters[LOGINS]! += 1
+    },
+    ping: () => {
+      counters[PINGS]! += 1
+    },
+    sessionEnded: (bytesIn, bytesOut) => {
+      counters[BYTES_IN]! += bytesIn
+      counters[BYTES_OUT]! += bytesOut
+    },
+    statusCache: (outcome) => {
+      counters[outcome === "hit" ? CACHE_HIT : outcome === "miss" ? CACHE_MISS : CACHE_STALE]! += 1
+    }
+  }
+}
+
+export class Stats extends Effect.Service<Stats>()("portal/Stats", {
+  scoped: Effect.gen(function* () {
+    // One row per worker thread and one for this thread (the last), as many as the shared state has ledgers.
+    const memory = yield* Effect.serviceOption(SharedMemory)
+    const threads = Option.match(memory, { onNone: () => 1, onSome: (state) => state.buffers.layout.workers + 1 })
+    const shared = makeStatsBuffer(threads)
+    const dataPlane = statsDataPlane(shared, threads - 1)
+    const rows = new Float64Array(shared.buffer)
+    /** A counter summed over every thread's row. */
+    const total = (slot: number): number => {
+      let sum = 0
+      for (let thread = 0; thread < threads; thread++) sum += rows[thread * SLOTS + slot]!
+      return sum
+    }
+
+    /** Ring of (time, logins, pings) samples, oldest overwritten. */
+    const times = new Float64Array(WINDOW_SAMPLES)
+    const logins = new Float64Array(WINDOW_SAMPLES)
+    const pings = new Float64Array(WINDOW_SAMPLES)
+    let next = 0
+    let filled = 0
+    const sample = Effect.map(Clock.currentTimeMillis, (now) => {
+      times[next] = now
+      logins[next] = total(LOGINS)
+      pings[next] = total(PINGS)
+      next = (next + 1) % WINDOW_SAMPLES
+      filled = Math.min(filled + 1, WINDOW_SAMPLES)
+    })
+    yield* sample
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.seconds(1)), sample)))
+
+    /** Per-second rate of a counter since the oldest sample (at most a minute ago). */
+    const rate = (series: Float64Array, current: number, now: number): number => {
+      const oldest = filled < WINDOW_SAMPLES ? 0 : next
+      const seconds = (now - times[oldest]!) / 1000
+      return seconds <= 0 ? 0 : Math.max(0, current - series[oldest]!) / seconds
+    }
+
+    const snapshot = Effect.map(Clock.currentTimeMillis, (now): StatsSnapshot => {
+      const rejected = Object.fromEntries(REJECT_REASONS.map((reason) => [reason, total(rejectSlot[reason])])) as Record<RejectReason, number>
+      return {
+        at: now,
+        connections: { total: total(OPENED), active: Math.max(0, total(OPENED) - total(CLOSED)), rejected },
+        logins: { total: total(LOGINS), perSecond: rate(logins, total(LOGINS), now) },
+        pings: { total: total(PINGS), perSecond: rate(pings, total(PINGS), now) },
+        bytes: { in: total(BYTES_IN), out: total(BYTES_OUT) },
+        statusCache: { hits: total(CACHE_HIT), misses: total(CACHE_MISS), stale: total(CACHE_STALE) }
+      }
+    })
+
+    return {
+      dataPlane,
+      snapshot,
+      /** The rows every thread writes, for worker threads to write theirs. */
+      buffer: shared
+    }
+  })
+}) {}

@@ -1,0 +1,58 @@
+/** Stats: increments through the data plane, the snapshot, and per-second rates over the last minute on TestClock. */
+import { it } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
+import { describe, expect } from "vitest"
+import { Stats } from "../../src/services/Stats.js"
+
+describe("Stats", () => {
+  it.scoped("counts what the data plane reports", () =>
+    Effect.gen(function* () {
+      const stats = yield* Stats
+      const plane = stats.dataPlane
+      plane.connectionOpened()
+      plane.connectionOpened()
+      plane.connectionOpened()
+      plane.connectionClosed()
+      plane.rejected("banned")
+      plane.rejected("banned")
+      plane.rejected("flood")
+      plane.login()
+      plane.ping()
+      plane.sessionEnded(100, 2500)
+      plane.statusCache("hit")
+      plane.statusCache("miss")
+      plane.statusCache("stale")
+      plane.statusCache("hit")
+      const snapshot = yield* stats.snapshot
+      expect(snapshot.connections).toMatchObject({ total: 3, active: 2 })
+      expect(snapshot.connections.rejected).toMatchObject({ banned: 2, flood: 1, rate_limited: 0, max_connections: 0 })
+      expect(snapshot.logins.total).toBe(1)
+      expect(snapshot.pings.total).toBe(1)
+      expect(snapshot.bytes).toEqual({ in: 100, out: 2500 })
+      expect(snapshot.statusCache).toEqual({ hits: 2, misses: 1, stale: 1 })
+    }).pipe(Effect.provide(Stats.Default))
+  )
+
+  it.scoped("gives logins and pings per second over the last minute", () =>
+    Effect.gen(function* () {
+      const stats = yield* Stats
+      // 120 logins over the first minute: 2 per second.
+      for (let second = 0; second < 60; second++) {
+        stats.dataPlane.login()
+        stats.dataPlane.login()
+        yield* TestClock.adjust(Duration.seconds(1))
+      }
+      expect((yield* stats.snapshot).logins.perSecond).toBeCloseTo(2, 5)
+      // A quiet minute after: the rate falls back to 0, the total stays.
+      for (let second = 0; second < 60; second++) yield* TestClock.adjust(Duration.seconds(1))
+      const quiet = yield* stats.snapshot
+      expect(quiet.logins).toEqual({ total: 120, perSecond: 0 })
+      // Half a minute of one ping a second: the rate is over what the window holds.
+      for (let second = 0; second < 30; second++) {
+        stats.dataPlane.ping()
+        yield* TestClock.adjust(Duration.seconds(1))
+      }
+      expect((yield* stats.snapshot).pings.perSecond).toBeCloseTo(0.5, 1)
+    }).pipe(Effect.provide(Stats.Default))
+  )
+})
