@@ -81,12 +81,20 @@ export class SharedMemory extends Context.Tag("portal/SharedMemory")<SharedMemor
         Stream.runForEach((snapshot) => SubscriptionRef.set(current, snapshot)),
         Effect.forkScoped
       )
+      // A reload returns once its result is published here too, so that whoever asked for it sees it at once.
+      const caughtUp = Effect.flatMap(base.get, (published) =>
+        current.changes.pipe(
+          Stream.filter((snapshot) => snapshot.revision >= published.revision),
+          Stream.runHead,
+          Effect.asVoid
+        )
+      )
       return {
         current,
         get: SubscriptionRef.get(current),
         changes: current.changes,
-        rescanServers: base.rescanServers,
-        reloadGlobal: base.reloadGlobal
+        rescanServers: Effect.zipRight(base.rescanServers, caughtUp),
+        reloadGlobal: Effect.zipRight(base.reloadGlobal, caughtUp)
       }
     })
   )

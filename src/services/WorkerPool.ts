@@ -359,7 +359,7 @@ const make = (options: WorkerPoolOptions) =>
       concurrency: "unbounded",
       discard: true
     })
-    yield* Effect.logInfo(`${options.workers} workers: ${plan.description}`)
+    yield* Effect.logInfo(`listening on ${formatHostPort(plan.address)} with ${options.workers} worker threads: ${plan.description}`)
     return {
       address: plan.address,
       description: plan.description,
