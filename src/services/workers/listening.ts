@@ -7,6 +7,7 @@
  * plane itself.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as dns from "node:dns"
 import * as net from "node:net"
 import type { HostPort } from "../../schema/HostPort.js"
@@ -107,7 +108,11 @@ export const planListening = (bind: HostPort, soReusePort: boolean) =>
           })
       })
     if (soReusePort) {
-      const first = yield* Effect.either(tryListen(bind.port, true))
+      // PORTAL_TEST_NO_REUSEPORT=1 stands for a system that refuses SO_REUSEPORT (tests of the fallback).
+      const first =
+        process.env.PORTAL_TEST_NO_REUSEPORT === "1"
+          ? Either.left(new ListenError({ address: where, reason: "SO_REUSEPORT refused (PORTAL_TEST_NO_REUSEPORT)" }))
+          : yield* Effect.either(tryListen(bind.port, true))
       if (first._tag === "Right") {
         const port = addon.localPort(first.right)
         let spare: number | undefined = first.right

@@ -1,0 +1,256 @@
+/**
+ * The data plane on two worker threads: connections spread over both (SO_REUSEPORT, one client's many source
+ * ports), and every limit holds proxy-wide, exactly as configured; bans, kicks and reloads reach every worker; a
+ * worker that crashes is replaced without touching the other's sessions; shutdown drains both.
+ */
+import { Effect } from "effect"
+import * as net from "node:net"
+import { describe, expect, it } from "vitest"
+import { BanStore } from "../../src/services/BanStore.js"
+import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
+import { WorkerPool } from "../../src/services/WorkerPool.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { startPortal } from "../helpers/portal.js"
+import { waitFor } from "../helpers/wait.js"
+import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
+
+process.env.PORTAL_TEST_HOOKS = "1"
+
+const TWO_WORKERS = `bind = "127.0.0.1:0"\nworker_threads = 2\nso_reuseport = true\nconnect_timeout = "1s"`
+
+const setup = async (global: string, server = "", options: { hold?: boolean; backends?: number } = {}) => {
+  const backends = await Promise.all(
+    Array.from({ length: options.backends ?? 1 }, (_, i) => startBackend(`main${i}`, options.hold === true ? { hold: true } : {}))
+  )
+  const addresses = backends.map((backend) => `"127.0.0.1:${backend.port}"`).join(", ")
+  const dir = makeConfigDir(`${TWO_WORKERS}\n${global}`, {
+    "main.toml": `domains = ["mc.example.com"]\naddresses = [${addresses}]\n${server}`
+  })
+  const portal = await startPortal(dir.configFile)
+  return { backends, backend: backends[0]!, portal, dir }
+}
+
+/**
+ * `count` logins as `p0`, `p1`, ... at most six at a time: more from one address at once would meet the bound on
+ * handshakes in progress per address (eight), which is not what these tests are about.
+ */
+const joinMany = async (port: number, count: number, host = "mc.example.com") => {
+  const results: Array<Awaited<ReturnType<typeof join>>> = []
+  for (let start = 0; start < count; start += 6) {
+    const batch = Array.from({ length: Math.min(6, count - start) }, (_, i) => join(port, host, { username: `p${start + i}` }))
+    results.push(...(await Promise.all(batch)))
+  }
+  return results
+}
+
+/** `count` pings, six at a time (see joinMany); each "ok" or "closed". */
+const pingMany = async (port: number, count: number, host = "mc.example.com") => {
+  const results: Array<string> = []
+  for (let start = 0; start < count; start += 6) {
+    const batch = Array.from({ length: Math.min(6, count - start) }, () =>
+      ping(port, host).then((answer) => reasonText(answer.description), () => "closed")
+    )
+    results.push(...(await Promise.all(batch)))
+  }
+  return results
+}
+
+const registry = <A>(portal: Awaited<ReturnType<typeof startPortal>>, f: (registry: PlayerRegistry) => Effect.Effect<A>) =>
+  portal.run(Effect.flatMap(PlayerRegistry, f))
+
+/** The worker indexes (1, 2) that logged a line matching `pattern`. */
+const workersThatLogged = (logs: ReadonlyArray<string>, pattern: RegExp) =>
+  new Set(logs.filter((line) => pattern.test(line)).map((line) => /worker=(\d+)/.exec(line)?.[1]))
+
+/** Raw connections that say nothing; resolves with those still open after `settleMs`. */
+const openSilent = async (port: number, count: number, settleMs = 400) => {
+  const sockets = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Socket>((resolve) => {
+          const socket = net.connect(port, "127.0.0.1", () => resolve(socket))
+          socket.on("error", () => {})
+        })
+    )
+  )
+  const closed = new Set<net.Socket>()
+  for (const socket of sockets) socket.on("close", () => closed.add(socket))
+  await new Promise((resolve) => setTimeout(resolve, settleMs))
+  return { open: sockets.filter((socket) => !closed.has(socket)), all: sockets }
+}
+
+describe("two worker threads", () => {
+  it("spread one client's connections over both workers; routing, pings, logins and the registry cover both", async () => {
+    const { portal, backend } = await setup("", "", { hold: true })
+    const players = await joinMany(portal.port, 16)
+    expect(players.every((player) => player._tag === "Joined")).toBe(true)
+    expect(backend.players.size).toBe(16)
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === 16, { what: "the main registry to list all 16" })
+    expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
+    expect(reasonText((await ping(portal.port, "mc.example.com")).description)).toBe("motd of main0")
+    // Every connection line carries the worker's index among its fields, in the main logger's one format.
+    expect(portal.logs.find((line) => /joined main via/.test(line))).toMatch(/ conn=\d+ ip=127\.0\.0\.1 server=main worker=[12]$/)
+  })
+
+  it("max_connections holds across workers", async () => {
+    const { portal } = await setup(`max_connections = 6`)
+    const { open, all } = await openSilent(portal.port, 14)
+    expect(open).toHaveLength(6)
+    for (const socket of all) socket.destroy()
+  })
+
+  it("the handshake flood bound per address holds across workers", async () => {
+    const { portal } = await setup("")
+    const { open, all } = await openSilent(portal.port, 20)
+    // MAX_PENDING_HANDSHAKES_PER_IP: 8 handshakes in progress per address, whichever worker holds them.
+    expect(open).toHaveLength(8)
+    for (const socket of all) socket.destroy()
+  })
+
+  it("[rate_limit] logins and pings per address hold across workers", async () => {
+    const { portal, backend } = await setup(
+      `[rate_limit]\nenabled = true\nmax_connections = 3\nwindow = "1m"\nstatus_max = 4\nstatus_window = "1m"\n[status_cache]\nttl = "1ms"`
+    )
+    const logins = await joinMany(portal.port, 10)
+    expect(logins.filter((result) => result._tag === "Kicked" && result.reason === "kick: main0")).toHaveLength(3)
+    expect(backend.logins).toBe(3)
+    const pings = await pingMany(portal.port, 10)
+    expect(pings.filter((result) => result === "motd of main0")).toHaveLength(4)
+    expect(workersThatLogged(portal.logs, /rate_limit/)).toEqual(new Set(["1", "2"]))
+  })
+
+  it("max_players holds across workers", async () => {
+    const { portal, backend } = await setup("", "max_players = 3", { hold: true })
+    const results = await joinMany(portal.port, 9)
+    expect(results.filter((result) => result._tag === "Joined")).toHaveLength(3)
+    expect(results.filter((result) => result._tag === "Kicked" && /full/.test(result.reason))).toHaveLength(6)
+    expect(backend.players.size).toBe(3)
+  })
+
+  it("least_conn counts every worker's sessions", async () => {
+    const { portal, backends } = await setup("", `balance = "least_conn"`, { hold: true, backends: 2 })
+    for (let i = 0; i < 10; i++) expect((await join(portal.port, "mc.example.com", { username: `p${i}` }))._tag).toBe("Joined")
+    expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
+    expect([backends[0]!.players.size, backends[1]!.players.size]).toEqual([5, 5])
+  })
+
+  it("connect_max_attempts bounds the addresses tried, on every worker", async () => {
+    const dead = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<number>((resolve) => {
+            const server = net.createServer().listen(0, "127.0.0.1", () => {
+              const { port } = server.address() as net.AddressInfo
+              server.close(() => resolve(port))
+            })
+          })
+      )
+    )
+    const dir = makeConfigDir(`${TWO_WORKERS}\nconnect_max_attempts = 2`, {
+      "down.toml": `domains = ["down.example.com"]\naddresses = [${dead.map((port) => `"127.0.0.1:${port}"`).join(", ")}]`
+    })
+    const portal = await startPortal(dir.configFile)
+    await joinMany(portal.port, 6, "down.example.com")
+    // Worker log lines reach the main thread's logger a moment after the player was told.
+    const failures = await waitFor(() => {
+      const lines = portal.logs.filter((line) => /could not join down: no address of server down answered/.test(line))
+      return lines.length === 6 ? lines : undefined
+    })
+    for (const line of failures) expect(line.match(/ECONNREFUSED/g)).toHaveLength(2)
+  })
+
+  it("a ban reaches every worker: online players it matches are removed, and new logins refused", async () => {
+    const { portal, backend } = await setup("", "", { hold: true })
+    await joinMany(portal.port, 8)
+    expect(backend.players.size).toBe(8)
+    await portal.run(Effect.flatMap(BanStore, (bans) => bans.add({ target: { type: "ip", value: "127.0.0.1" }, reason: "test", source: "test" })))
+    await waitFor(() => backend.players.size === 0, { what: "every banned player to be removed", timeoutMs: 3000 })
+    const after = await join(portal.port, "mc.example.com", { username: "late" })
+    expect(after._tag === "Kicked" && after.reason).toMatch(/banned/)
+  })
+
+  it("a kick from the main thread reaches the worker that holds the player", async () => {
+    const { portal, backend } = await setup("", "", { hold: true })
+    await joinMany(portal.port, 6)
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === 6, { what: "six players listed" })
+    const kicked = await registry(portal, (r) => r.endWhere(() => true, "maintenance"))
+    expect(kicked).toBe(6)
+    await waitFor(() => backend.players.size === 0, { what: "every player to be gone" })
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === 0, { what: "the registry to be empty" })
+  })
+
+  it("a server file change reaches both workers within a second", async () => {
+    const { portal, dir } = await setup("")
+    const other = await startBackend("other")
+    dir.write("servers/other.toml", `domains = ["other.example.com"]\naddresses = ["127.0.0.1:${other.port}"]`)
+    const started = Date.now()
+    await waitFor(async () => (await pingMany(portal.port, 1, "other.example.com"))[0] === "motd of other", {
+      what: "the new server",
+      timeoutMs: 3000
+    })
+    expect(Date.now() - started).toBeLessThan(1500)
+    // Both workers route it.
+    expect(await pingMany(portal.port, 12, "other.example.com")).toEqual(Array.from({ length: 12 }, () => "motd of other"))
+  })
+
+  it("a worker that crashes is replaced at once; the other worker's players stay", async () => {
+    const { portal, backend } = await setup("", "", { hold: true })
+    const results = await joinMany(portal.port, 10)
+    expect(results.every((result) => result._tag === "Joined")).toBe(true)
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === 10, { what: "ten players listed" })
+    const onWorker2 = (await registry(portal, (r) => r.list)).length - portal.logs.filter((line) => /joined main via .*worker=1$/.test(line)).length
+    await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
+    await portal.waitForLog(/worker 1 stopped unexpectedly/)
+    await portal.waitForLog(/worker 1 replaced/, 3000)
+    // The crashed worker's players are gone; the other's are all still there.
+    await waitFor(() => backend.players.size === onWorker2, { what: "only worker 2's players to remain" })
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === onWorker2, { what: "the registry to drop worker 1's players" })
+    // The new worker serves: every connection is answered, and places the dead worker held were given back.
+    expect(await pingMany(portal.port, 12)).toEqual(Array.from({ length: 12 }, () => "motd of main0"))
+    expect(workersThatLogged(portal.logs, /joined main via/)).toContain("1")
+  })
+
+  it("shutdown drains both workers: their players are let go and every worker stops", async () => {
+    const { portal, backend } = await setup("", "", { hold: true })
+    await joinMany(portal.port, 8)
+    expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
+    const threads = (await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.workers) as Effect.Effect<ReadonlyArray<{ threadId: number }>>)).map(
+      (worker) => worker.threadId
+    )
+    expect(threads).toHaveLength(2)
+    await portal.stop()
+    await waitFor(() => backend.players.size === 0, { what: "every player to be let go" })
+    expect(portal.logs.some((line) => /workers did not stop in time/.test(line))).toBe(false)
+  })
+})
+
+describe("listening", () => {
+  it("without so_reuseport the workers share one socket, and both accept", async () => {
+    const backend = await startBackend("main", { hold: true })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2`, {
+      "main.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    await portal.waitForLog(/listening on 127\.0\.0\.1:\d+ with 2 worker threads: the workers share one listening socket/)
+    await joinMany(portal.port, 12)
+    expect(backend.players.size).toBe(12)
+  })
+
+  it("with so_reuseport each worker has its own socket; where SO_REUSEPORT is unavailable, Portal says so and shares one", async () => {
+    const dir = makeConfigDir(`${TWO_WORKERS}`)
+    const portal = await startPortal(dir.configFile)
+    await portal.waitForLog(/with 2 worker threads: each worker listens on 127\.0\.0\.1:\d+ with its own socket \(SO_REUSEPORT\)/)
+    await portal.stop()
+    process.env.PORTAL_TEST_NO_REUSEPORT = "1"
+    try {
+      const fallback = await startPortal(dir.configFile)
+      await fallback.waitForLog(/so_reuseport is not available here .*; the workers share one listening socket/)
+      await fallback.waitForLog(/the workers share one listening socket/)
+      expect(reasonText((await ping(fallback.port, "anything.example.com")).description)).toMatch(/No server answers/)
+    } finally {
+      delete process.env.PORTAL_TEST_NO_REUSEPORT
+    }
+  })
+})
