@@ -85,7 +85,7 @@ export const portalTarget = async (spec) => {
   if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
-    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n`)
+    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\nworker_threads = 1\n\n[status_cache]\nttl = "${ttl}"\n`)
     return startProcess({
       name: `Portal ${spec.mode}`,
       command: process.execPath,
