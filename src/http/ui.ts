@@ -1,11 +1,12 @@
 /**
- * The web UI's files (src/http/ui/, copied beside the compiled code by `npm run build`): plain HTML, CSS and ES
+ * The web UI's files (src/http/ui/, copied to dist/http/ui/ by `npm run build`): plain HTML, CSS and ES
  * modules, read once at startup and served from memory. Only the files found there are served, so no request path
  * reaches the file system.
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { createHash } from "node:crypto"
+import { existsSync } from "node:fs"
 import { readdir, readFile } from "node:fs/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -28,7 +29,13 @@ const CONTENT_TYPES: Record<string, string> = {
   ".json": "application/json"
 }
 
-export const UI_DIR = fileURLToPath(new URL("./ui/", import.meta.url))
+/**
+ * Beside this module (src/http/, and tsc's dist/http/), or, from the bundle's chunk under dist/chunks/, in
+ * dist/http/ui/ where the build copies it.
+ */
+export const UI_DIR = [new URL("./ui/", import.meta.url), new URL("../http/ui/", import.meta.url)]
+  .map((url) => fileURLToPath(url))
+  .find((dir) => existsSync(dir)) ?? fileURLToPath(new URL("./ui/", import.meta.url))
 
 /** The UI's files by request path: `/` for index.html, `/assets/<name>` for the rest. */
 export const loadUi = (dir: string = UI_DIR): Effect.Effect<ReadonlyMap<string, UiFile>, UiFilesMissing> =>
