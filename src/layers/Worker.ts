@@ -7,7 +7,6 @@
  *
  * It loads no schema and no configuration file code: the configuration arrives decoded (workers/snapshotWire.ts).
  */
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -237,7 +236,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     return yield* Effect.never
   }).pipe(Effect.annotateLogs("worker", data.index + 1))
 
-  const layer = Layer.mergeAll(Relay.Default, IpFilter.Default, Router.Default, Forwarding.Default.pipe(Layer.provide(NodeFileSystem.layer))).pipe(
+  const layer = Layer.mergeAll(Relay.Default, IpFilter.Default, Router.Default, Forwarding.Default).pipe(
     Layer.provideMerge(Backend.Default),
     Layer.provideMerge(Layer.mergeAll(Balancer.Default, PlayerRegistry.Default)),
     Layer.provideMerge(SharedMemory.layerAttached(data.shared, data.index)),

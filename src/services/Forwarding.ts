@@ -2,7 +2,6 @@
  * Forwarding: what the backend is told about the player. In the raw modes that is the handshake: its address
  * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port.
  */
-import * as FileSystem from "@effect/platform/FileSystem"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -13,6 +12,7 @@ import type { BackendAddress } from "../schema/ServerConfig.js"
 import { bungeeGuardProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
 import { encodeHandshake, type Handshake, NEXT_STATE_LOGIN, NEXT_STATE_TRANSFER, splitAddress } from "../protocol/handshake.js"
 import type { LoginStart } from "../protocol/login.js"
+import { SecretReader } from "./forwarding/secretReader.js"
 
 export class ForwardingUnavailable extends Data.TaggedError("ForwardingUnavailable")<{ readonly reason: string }> {
   override get message() {
@@ -79,22 +79,22 @@ const encodeBackendHandshake = (
 
 export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding", {
   effect: Effect.gen(function* () {
-    const fs = yield* FileSystem.FileSystem
+    const reader = yield* SecretReader
     // Read at most every few seconds, so a rotated secret is picked up without a file read per login.
     const secrets = new Map<string, { readonly secret: string; readonly readAt: number }>()
     const secretOf = (file: string) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const cached = secrets.get(file)
         if (cached !== undefined && now - cached.readAt < SECRET_CACHE_MS) return Effect.succeed(cached.secret)
-        return fs.readFileString(file).pipe(
+        return reader.read(file).pipe(
           Effect.map((text) => text.trim()),
           Effect.filterOrFail(
             (secret) => secret.length > 0,
             () => new ForwardingUnavailable({ reason: `the forwarding secret ${file} is empty` })
           ),
           Effect.tap((secret) => Effect.sync(() => secrets.set(file, { secret, readAt: now }))),
-          Effect.catchTag("BadArgument", "SystemError", (error) =>
-            Effect.fail(new ForwardingUnavailable({ reason: `cannot read the forwarding secret ${file}: ${error.message}` }))
+          Effect.catchTag("SecretUnreadable", (error) =>
+            Effect.fail(new ForwardingUnavailable({ reason: `cannot read the forwarding secret ${file}: ${error.reason}` }))
           )
         )
       })
@@ -123,6 +123,7 @@ export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding"
       }
     }
 
-    return { backendHandshake, clearSecrets: Effect.sync(() => secrets.clear()) }
-  })
+    return { backendHandshake }
+  }),
+  dependencies: [SecretReader.layer]
 }) {}

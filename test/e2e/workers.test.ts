@@ -216,7 +216,7 @@ describe("two worker threads", () => {
     const { portal, backend } = await setup("", "", { hold: true })
     await joinMany(portal.port, 8)
     expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
-    const threads = (await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.workers) as Effect.Effect<ReadonlyArray<{ threadId: number }>>)).map(
+    const threads = (await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.workers) as unknown as Effect.Effect<ReadonlyArray<{ threadId: number }>>)).map(
       (worker) => worker.threadId
     )
     expect(threads).toHaveLength(2)
