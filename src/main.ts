@@ -11,6 +11,7 @@ import { parseArgs } from "node:util"
 import { runCheck } from "./layers/Check.js"
 import { LOG_LEVELS, type LogFormat, type LogLevelName, loggingLayer } from "./layers/Logging.js"
 import { MainLayer } from "./layers/Main.js"
+import { shrinkHeap } from "./services/runtime/shrinkHeap.js"
 import { PORTAL_VERSION } from "./schema/GlobalConfig.js"
 import { formatProblem } from "./schema/problems.js"
 
@@ -75,8 +76,12 @@ if (args!.check) {
     teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? Number(exit.value) : 1)
   })
 } else {
+  // Once everything is built and listening, the heap that startup grew is given back (services/runtime/shrinkHeap.ts).
+  const started = Layer.effectDiscard(Effect.forkDaemon(shrinkHeap))
   const program = Layer.launch(
-    MainLayer({ configFile, dev: args!.dev!, log: { format: logFormat, level: logLevel, colors: process.stdout.isTTY === true } })
+    started.pipe(
+      Layer.provideMerge(MainLayer({ configFile, dev: args!.dev!, log: { format: logFormat, level: logLevel, colors: process.stdout.isTTY === true } }))
+    )
   ).pipe(
     Effect.as(0),
     Effect.catchTag("ConfigError", (error) =>

@@ -38,6 +38,7 @@ import { statsDataPlane } from "../services/Stats.js"
 import { SharedMemory } from "../services/SharedMemory.js"
 import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
 import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
+import { shrinkHeap } from "../services/runtime/shrinkHeap.js"
 import { makeCalls } from "../services/workers/calls.js"
 import type { FromWorker, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "../services/workers/messages.js"
 import { decodeSnapshot } from "../services/workers/snapshotWire.js"
@@ -233,6 +234,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       }
     })
     post({ _tag: "Ready", address: listening.address })
+    yield* Effect.forkDaemon(shrinkHeap)
     return yield* Effect.never
   }).pipe(Effect.annotateLogs("worker", data.index + 1))
 
