@@ -27,6 +27,9 @@ await build({
   // CommonJS dependencies (ipaddr.js, ws) call require(); an ES module has none of its own.
   banner: { js: 'import { createRequire as __portalCreateRequire } from "node:module"; const require = __portalCreateRequire(import.meta.url);' },
   legalComments: "none",
+  // Without line breaks and indentation the source each thread keeps is smaller, and so are V8's tables of line
+  // starts: 1 to 4 MiB less RSS with two workers. Names stay; stack traces point into the source maps beside.
+  minifyWhitespace: true,
   sourcemap: true,
   logLevel: "warning"
 })
