@@ -4,7 +4,7 @@
  * port and answers once it runs; `snapshot` returns counters (and round-trip percentiles since the previous
  * snapshot), so the orchestrator times its own window; `stop` closes everything.
  *
- * Modes: bulk (one connection writing and reading as fast as it can), game (sessions sending 100-byte timestamped
+ * Modes: bulk (`count` connections, each writing and reading as fast as it can), game (sessions sending 100-byte timestamped
  * packets that the backend echoes), idle (sessions that log in and wait), rate (logins one after another per loop),
  * status (status request and ping one after another per loop).
  */
@@ -173,17 +173,20 @@ const openSessions = async (load, name) => {
   return opened
 }
 
-/** @param {Load} load */
+/** `count` connections (one unless given), each writing and reading as fast as it can. @param {Load} load */
 const bulk = async (load) => {
-  const { socket, rest } = await login(load, "bulk")
-  received += rest.length
-  socket.on("data", (chunk) => (received += chunk.length))
-  const pump = () => {
-    while (socket.writable && socket.write(BULK_CHUNK));
+  const one = async () => {
+    const { socket, rest } = await login(load, "bulk")
+    received += rest.length
+    socket.on("data", (chunk) => (received += chunk.length))
+    const pump = () => {
+      while (socket.writable && socket.write(BULK_CHUNK));
+    }
+    socket.on("drain", pump)
+    socket.resume()
+    pump()
   }
-  socket.on("drain", pump)
-  socket.resume()
-  pump()
+  await Promise.all(Array.from({ length: Math.max(1, load.count) }, one))
 }
 
 /**

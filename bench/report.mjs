@@ -12,7 +12,9 @@ const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
  * @typedef {TargetName | "haproxy_splice"} SampleKey haproxy_splice: HAProxy splicing, measured in the bulk scenario only
  * @typedef {Record<string, number | undefined | string>} Sample
  * @typedef {Partial<Record<SampleKey, Array<Sample | undefined>>>} ByTarget samples indexed by round
- * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, gameNative: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget }} Results
+ * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, gameNative: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget, coresRate: ByKey, coresStatus: ByKey, coresBulk: ByKey, startup: ByKey, flood: ByKey }} Results
+ * @typedef {Record<string, Array<Sample | undefined>>} ByKey samples indexed by round, by a key of the scenario
+ *   The multi-core scenario's and the flood's samples are keyed by `nbthread_N` (HAProxy) and `workers_N` (Portal).
  */
 
 /** @param {Array<number>} values */
@@ -59,8 +61,9 @@ const addedOverDirect = (byTarget, target, field) => {
  */
 
 /**
- * @typedef {{ haproxy: boolean, haproxySplice?: boolean, nativeGame?: boolean }} Available which HAProxy processes ran,
- *   and whether the game scenario also ran with the native load
+ * @typedef {{ haproxy: boolean, haproxySplice?: boolean, nativeGame?: boolean, manyWorkers?: number }} Available which HAProxy
+ *   processes ran, whether the game scenario also ran with the native load, and how many threads the multi-core
+ *   scenario gave its second HAProxy and Portal
  */
 
 const fixed = (/** @type {number} */ digits) => (/** @type {number} */ value) =>
@@ -251,10 +254,133 @@ const targetTable = (results, available) => {
       (v) => `${v.toFixed(1)} KiB`
     ])
   }
+  const many = available.manyWorkers ?? 2
+  if (results.coresRate !== undefined && Object.keys(results.coresRate).length > 0) {
+    const rate = (/** @type {string} */ key) => keyedMedian(results.coresRate, key, "perSecond")
+    checks.push(
+      [
+        `Portal ${many} workers connection rate ≥ 1.0× HAProxy nbthread ${many}`,
+        available.haproxy ? ratio(rate(`workers_${many}`), rate(`nbthread_${many}`)) : undefined,
+        (v) => v >= 1.0,
+        times
+      ],
+      [
+        `Portal ${many} workers connection rate ≥ 1.6× Portal 1 worker`,
+        ratio(rate(`workers_${many}`), rate("workers_1")),
+        (v) => v >= 1.6,
+        (v) => `${v.toFixed(2)}× Portal 1 worker`
+      ]
+    )
+  }
+  if (results.startup !== undefined && Object.keys(results.startup).length > 0) {
+    const one = keyedMedian(results.startup, "workers_1", "startupMiB")
+    const more = keyedMedian(results.startup, `workers_${many}`, "startupMiB")
+    const mib = (/** @type {number} */ v) => `${v.toFixed(1)} MiB`
+    checks.push(
+      [`Portal startup RSS, 1 worker ≤ ${STARTUP_RSS_MIB} MiB`, one, (v) => v <= STARTUP_RSS_MIB, mib],
+      [
+        `Portal startup RSS, each further worker ≤ ${STARTUP_RSS_PER_WORKER_MIB} MiB`,
+        one === undefined || more === undefined ? undefined : (more - one) / (many - 1),
+        (v) => v <= STARTUP_RSS_PER_WORKER_MIB,
+        mib
+      ]
+    )
+  }
+  for (const key of Object.keys(results.flood ?? {})) {
+    const workers = Number(key.split("_")[1])
+    const who = `${workers} worker${workers === 1 ? "" : "s"}`
+    checks.push(
+      [`flood RSS growth ≤ ${FLOOD_GROWTH_MIB} MiB, ${who}`, keyedMedian(results.flood, key, "growthMiB"), (v) => v <= FLOOD_GROWTH_MIB, (v) => `${v.toFixed(1)} MiB`],
+      [`flood: the real client served throughout, ${who}`, keyedMedian(results.flood, key, "probeFailed"), (v) => v === 0, (v) => `${v.toFixed(0)} failed`]
+    )
+  }
   const lines = ["| Target | Measured | Result |", "|---|---:|---|"]
   for (const [name, value, pass, format] of checks) {
     const result = value === undefined ? "n/a" : pass === "reference" ? "reference" : pass(value) ? "PASS" : "MISS"
     lines.push(`| ${name} | ${value === undefined ? "n/a" : format(value)} | ${result} |`)
+  }
+  return lines.join("\n")
+}
+
+/** Startup RSS at most, with one worker thread, and at most more for each further worker (MiB). */
+export const STARTUP_RSS_MIB = 64
+export const STARTUP_RSS_PER_WORKER_MIB = 24
+/** RSS growth at most over the idle proxy during the hostile flood (MiB). */
+export const FLOOD_GROWTH_MIB = 32
+
+/**
+ * @param {Record<string, Array<Sample | undefined>> | undefined} byKey @param {string} key @param {string} field
+ */
+const keyedMedian = (byKey, key, field) =>
+  median(
+    (byKey?.[key] ?? []).flatMap((sample) => {
+      const value = sample?.[field]
+      return typeof value === "number" && Number.isFinite(value) ? [value] : []
+    })
+  )
+
+/**
+ * The multi-core scenario: HAProxy with one and with M threads, Portal with one and with M worker threads.
+ * @param {Results} results @param {Available} available
+ */
+const coresTable = (results, available) => {
+  const many = available.manyWorkers ?? 2
+  const columns = [
+    ["nbthread_1", "HAProxy nbthread 1"],
+    [`nbthread_${many}`, `HAProxy nbthread ${many}`],
+    ["workers_1", "Portal 1 worker"],
+    [`workers_${many}`, `Portal ${many} workers`]
+  ]
+  const header = ["Metric", ...columns.map(([, label]) => label), `Portal ${many} ÷ HAProxy ${many}`, `Portal ${many} ÷ Portal 1`]
+  /** @type {Array<[string, Record<string, Array<Sample | undefined>> | undefined, string, (value: number) => string]>} */
+  const metrics = [
+    ["logins per second", results.coresRate, "perSecond", fixed(0)],
+    ["proxy CPU, connection rate (% of a core)", results.coresRate, "cpuPercent", fixed(1)],
+    ["cached status pings per second", results.coresStatus, "perSecond", fixed(0)],
+    [`bulk throughput, ${many} connections (MiB/s)`, results.coresBulk, "mibPerSecond", fixed(0)],
+    ["startup RSS (MiB)", results.startup, "startupMiB", fixed(1)]
+  ]
+  const lines = [`| ${header.join(" | ")} |`, `|---|${header.slice(1).map(() => "---:").join("|")}|`]
+  for (const [metric, byKey, field, format] of metrics) {
+    const value = (/** @type {string} */ key) => keyedMedian(byKey, key, field)
+    const cell = (/** @type {string} */ key) => {
+      if (key.startsWith("nbthread") && !available.haproxy) return "n/a"
+      const v = value(key)
+      return v === undefined ? "—" : format(v)
+    }
+    const ratioCell = (/** @type {string} */ a, /** @type {string} */ b) => {
+      if (b.startsWith("nbthread") && !available.haproxy) return "n/a"
+      const r = ratio(value(a), value(b))
+      return r === undefined ? "—" : `${r.toFixed(2)}×`
+    }
+    lines.push(
+      `| ${[metric, ...columns.map(([key]) => cell(/** @type {string} */ (key))), ratioCell(`workers_${many}`, `nbthread_${many}`), ratioCell(`workers_${many}`, "workers_1")].join(" | ")} |`
+    )
+  }
+  return lines.join("\n")
+}
+
+/** The hostile flood, Portal with one and with two worker threads. @param {Results} results */
+const floodTable = (results) => {
+  const keys = Object.keys(results.flood ?? {})
+  const label = (/** @type {string} */ key) => {
+    const workers = Number(key.split("_")[1])
+    return `Portal ${workers} worker${workers === 1 ? "" : "s"}`
+  }
+  /** @type {Array<[string, string, (value: number) => string]>} */
+  const metrics = [
+    ["RSS idle, before the flood (MiB)", "idleMiB", fixed(1)],
+    ["RSS at its highest during the flood (MiB)", "peakMiB", fixed(1)],
+    ["RSS growth over idle (MiB)", "growthMiB", fixed(1)],
+    ["RSS a second after the flood (MiB)", "afterMiB", fixed(1)],
+    ["flood connections per second", "connectionsPerSecond", fixed(0)],
+    ["real client: attempts served", "probeServed", fixed(0)],
+    ["real client: attempts failed", "probeFailed", fixed(0)],
+    ["real client: slowest answer (ms)", "probeSlowestMs", fixed(0)]
+  ]
+  const lines = [`| Metric | ${keys.map(label).join(" | ")} |`, `|---|${keys.map(() => "---:").join("|")}|`]
+  for (const [metric, field, format] of metrics) {
+    lines.push(`| ${metric} | ${keys.map((key) => { const v = keyedMedian(results.flood, key, field); return v === undefined ? "—" : format(v) }).join(" | ")} |`)
   }
   return lines.join("\n")
 }
@@ -307,6 +433,10 @@ export const renderReport = ({ smoke, results, available, notes }) =>
     "",
     medianTable(results, available),
     "",
+    ...(results.coresRate !== undefined && Object.keys(results.coresRate).length > 0
+      ? [`## Multi-core: worker threads and HAProxy threads`, "", coresTable(results, available), ""]
+      : []),
+    ...(results.flood !== undefined && Object.keys(results.flood).length > 0 ? ["## Hostile flood", "", floodTable(results), ""] : []),
     "## Targets",
     "",
     targetTable(results, available),

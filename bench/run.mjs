@@ -24,7 +24,7 @@ import { client } from "./ipc.mjs"
 import { buildNativeLoad, startNativeEcho } from "./native.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
-import { allCpus, canPin, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
+import { allCpus, canPin, coresPlan, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
 import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, PORTAL_NODE_FLAGS, portalTarget } from "./targets.mjs"
 
 const LOAD_CPU = 0
@@ -34,7 +34,7 @@ const FDS_PER_SESSION = { haproxy: 2, passthrough: 2, zero_copy: 2 }
 /** Descriptors kept aside for everything else a process opens. */
 const FD_RESERVE = 200
 
-const SCENARIOS = ["bulk", "game", "rate", "status", "memory"]
+const SCENARIOS = ["bulk", "game", "rate", "status", "memory", "cores", "flood"]
 const { values: args } = parseArgs({
   options: {
     smoke: { type: "boolean", default: process.env.BENCH_SMOKE === "1" },
@@ -72,6 +72,9 @@ const PLAN = smoke
       rounds: 1,
       gameRounds: 1,
       memoryRounds: 1,
+      coresRounds: 1,
+      startup: { settleMs: 1000, starts: 1 },
+      flood: { settleMs: 1000, windowMs: 2000, concurrency: 8, held: 100 },
       bulk: { warmMs: 200, windowMs: 800, count: 1, concurrency: 1 },
       game: { warmMs: 300, windowMs: 1000, count: 50, concurrency: 25 },
       rate: { warmMs: 200, windowMs: 800, count: 0, concurrency: 16 },
@@ -82,6 +85,9 @@ const PLAN = smoke
       rounds: 5,
       gameRounds: 5,
       memoryRounds: 3,
+      coresRounds: 3,
+      startup: { settleMs: 3500, starts: 3 },
+      flood: { settleMs: 3500, windowMs: 40_000, concurrency: 32, held: 600 },
       bulk: { warmMs: 1000, windowMs: 3000, count: 1, concurrency: 1 },
       game: { warmMs: 2000, windowMs: 4000, count: 1000, concurrency: 100 },
       rate: { warmMs: 500, windowMs: 2000, count: 0, concurrency: 32 },
@@ -98,6 +104,7 @@ if (args.rounds !== undefined) {
   PLAN.rounds = rounds
   PLAN.gameRounds = Math.min(PLAN.gameRounds, rounds)
   PLAN.memoryRounds = Math.min(PLAN.memoryRounds, rounds)
+  PLAN.coresRounds = Math.min(PLAN.coresRounds, rounds)
 }
 
 const say = (/** @type {string} */ line) => process.stderr.write(`bench: ${line}\n`)
@@ -185,7 +192,7 @@ const main = async () => {
     const proxies = targets.filter((target) => target.name !== "direct")
 
     /** @type {import("./report.mjs").Results} */
-    const results = { bulk: {}, bulkUnpinned: {}, game: {}, gameNative: {}, rate: {}, status: {}, statusRelayed: {}, memory: {} }
+    const results = { bulk: {}, bulkUnpinned: {}, game: {}, gameNative: {}, rate: {}, status: {}, statusRelayed: {}, memory: {}, coresRate: {}, coresStatus: {}, coresBulk: {}, startup: {}, flood: {} }
     /** Windows measured again because the machine was busy elsewhere (see disturbance.mjs). */
     /** @type {Array<{ scenario: string, target: string, round: number, attempts: Array<number> }>} */
     const repeats = []
@@ -250,7 +257,106 @@ const main = async () => {
       )
     }
 
-    const available = { haproxy: "binary" in haproxy, haproxySplice: haproxySplice !== undefined, nativeGame: nativeEcho !== undefined }
+    // The multi-core scenario and the flood: proxies on their own CPUs where the machine has enough, else sharing all
+    // of them with the load (system.mjs, coresPlan). Their processes run only for these scenarios.
+    const cores = coresPlan()
+    const manyWorkers = Math.min(cores.proxyCpus, 64)
+    const generators = Math.max(1, Number(process.env.BENCH_CORES_GENERATORS ?? Math.max(1, cores.loadCpus - (cores.pinned ? 0 : 1))))
+    /** @type {{ measured: boolean, workers: number, generators: number, note?: string }} */
+    let coresRun = { measured: false, workers: manyWorkers, generators }
+    const onCoresLayout = async (/** @type {() => Promise<void>} */ body) => {
+      if (pinned) for (const pid of [process.pid, context.backendPid]) pin(pid, cores.load)
+      try {
+        await body()
+      } finally {
+        if (pinned) for (const pid of [process.pid, context.backendPid]) pin(pid, LOAD_CPU)
+      }
+    }
+    const cpuForCores = pinned ? cores.proxy : undefined
+    if (only.includes("cores") && chosen.includes("passthrough") && manyWorkers < 2) {
+      coresRun = { ...coresRun, note: `n/a: the machine has ${cores.proxyCpus} CPU for the proxies` }
+    } else if (only.includes("cores") && chosen.includes("passthrough")) {
+      await onCoresLayout(async () => {
+        /** @type {Array<import("./targets.mjs").Target>} */
+        const coreTargets = []
+        const portal = async (/** @type {number} */ workers) =>
+          portalTarget({
+            dir,
+            port: await freePort(),
+            backendPort,
+            mode: "passthrough",
+            cpu: cpuForCores,
+            nodeFlags: portalFlags,
+            workers,
+            // Each worker its own socket, so that the kernel spreads connections evenly.
+            globals: workers > 1 ? "so_reuseport = true\n" : "",
+            name: `workers_${workers}`
+          })
+        try {
+          if ("binary" in haproxy) {
+            for (const nbthread of [1, manyWorkers]) {
+              coreTargets.push(
+                await haproxyTarget({ binary: haproxy.binary, dir, port: await freePort(), backendPort, maxconn, cpu: cpuForCores, nbthread, name: `nbthread_${nbthread}` })
+              )
+            }
+          }
+          for (const workers of [1, manyWorkers]) coreTargets.push(await portal(workers))
+          started.push(...coreTargets)
+          const size = (/** @type {{ warmMs: number, windowMs: number, count: number, concurrency: number }} */ plan) => ({ ...plan, generators })
+          for (const target of coreTargets) await scenarios.connectionRate(context, target, { ...size(PLAN.rate), warmMs: 0 })
+          await interleave("coresRate", coreTargets, PLAN.coresRounds, (target) => scenarios.connectionRate(context, target, size(PLAN.rate)))
+          await interleave("coresStatus", coreTargets, PLAN.coresRounds, (target) => scenarios.statusPings(context, target, size(PLAN.status)))
+          // As many bulk connections as proxy threads: one connection is relayed by one thread.
+          await interleave("coresBulk", coreTargets, PLAN.coresRounds, (target) =>
+            scenarios.bulk(context, target, { ...size(PLAN.bulk), count: manyWorkers, generators: 1 })
+          )
+          // Startup RSS per worker count, each start fresh.
+          for (const target of coreTargets.filter((target) => target.name.startsWith("workers_"))) {
+            say(`startup RSS: ${target.name}`)
+            results.startup[/** @type {any} */ (target.name)] = [await scenarios.startupRss(target, PLAN.startup)]
+          }
+          coresRun = { ...coresRun, measured: true }
+        } finally {
+          for (const target of coreTargets) {
+            await target.stop()
+            started.splice(started.indexOf(target), 1)
+          }
+        }
+      })
+    }
+    if (only.includes("flood") && chosen.includes("passthrough")) {
+      await onCoresLayout(async () => {
+        for (const workers of manyWorkers >= 2 ? [1, 2] : [1]) {
+          const target = await portalTarget({
+            dir,
+            port: await freePort(),
+            backendPort,
+            mode: "passthrough",
+            cpu: cpuForCores,
+            nodeFlags: portalFlags,
+            workers,
+            globals: `receive_proxy_protocol = true\n${workers > 1 ? "so_reuseport = true\n" : ""}`,
+            tables: "\n[rate_limit]\nenabled = true\n",
+            name: `flood_${workers}`
+          })
+          started.push(target)
+          try {
+            say(`flood: ${workers} worker${workers === 1 ? "" : "s"}, ${PLAN.flood.windowMs / 1000} s`)
+            results.flood[/** @type {any} */ (`workers_${workers}`)] = [await scenarios.flood(target, PLAN.flood)]
+          } finally {
+            await target.stop()
+            started.splice(started.indexOf(target), 1)
+          }
+        }
+      })
+    }
+
+    const available = {
+      haproxy: "binary" in haproxy,
+      haproxySplice: haproxySplice !== undefined,
+      nativeGame: nativeEcho !== undefined,
+      manyWorkers
+    }
     const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
     const commit = git(["rev-parse", "--short", "HEAD"])
     const revision = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
@@ -268,7 +374,25 @@ const main = async () => {
         ("binary" in nativeLoad
           ? `the rows "2. Game-shaped load, native load" from the same traffic generated and echoed in C (bench/native/gameload.c), which the latency targets use.`
           : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
-      `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
+      `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}, multi-core ${PLAN.coresRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
+      ...(only.includes("cores")
+        ? [
+            coresRun.note !== undefined
+              ? `- Multi-core: ${coresRun.note}.`
+              : `- Multi-core: HAProxy with nbthread 1 and ${manyWorkers}, Portal passthrough with worker_threads 1 and ${manyWorkers} (so_reuseport = true), ` +
+                (cores.pinned
+                  ? `pinned to CPUs ${cores.proxy}; backend, ${generators} load generator(s) and orchestrator on CPUs ${cores.load}.`
+                  : `nothing pinned: the ${cores.proxyCpus} CPUs are shared by the proxy under test, the backend, ${generators} load generator(s) and the orchestrator, so the load takes CPU from the proxy and the figures are bounded by what the load side leaves it (docs/benchmarks.md).`) +
+                ` Bulk: ${manyWorkers} connections. Startup RSS: ${PLAN.startup.settleMs / 1000} s after the port accepts, median of ${PLAN.startup.starts} start(s).`
+          ]
+        : []),
+      ...(only.includes("flood")
+        ? [
+            `- Flood: Portal passthrough with receive_proxy_protocol and [rate_limit] enabled (defaults), worker_threads 1 and 2, laid out as the multi-core scenario; ` +
+              `${PLAN.flood.windowMs / 1000} s of garbage and legacy pings (${PLAN.flood.concurrency} loops each), half handshakes and slowloris (${PLAN.flood.held} held connections each) ` +
+              `from 60,000 PROXY v1 source addresses (bench/flood.mjs); RSS read every 250 ms; the real client pings every 250 ms and logs in every second.`
+          ]
+        : []),
       ...repeatNote(repeats)
     ]
     const report = renderReport({ smoke, results, available, notes })

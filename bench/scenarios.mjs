@@ -12,6 +12,7 @@ import { cpuSeconds, everyProcessCpuSeconds, otherCpuSeconds, rssBytes, sleep, s
 import { DOMAIN } from "./targets.mjs"
 
 const GENERATOR = fileURLToPath(new URL("./generator.mjs", import.meta.url))
+const FLOOD = fileURLToPath(new URL("./flood.mjs", import.meta.url))
 const GiB = 2 ** 30
 const MiB = 2 ** 20
 
@@ -19,25 +20,58 @@ const MiB = 2 ** 20
  * @typedef {import("./targets.mjs").Target} Target
  * @typedef {{ ask: (cmd: string, args?: Record<string, unknown>) => Promise<any> }} Peer
  * @typedef {{ backend: Peer, backendPid: number }} Context
- * @typedef {{ warmMs: number, windowMs: number, count: number, concurrency: number }} Size
+ * @typedef {{ warmMs: number, windowMs: number, count: number, concurrency: number, generators?: number }} Size
+ *   generators: how many load generator processes share the load (1 unless given), each with `concurrency` loops
  */
 
 /**
- * @typedef {Peer & { readonly pid: number, end: () => Promise<void> }} Generator
+ * @typedef {Peer & { readonly pid: number, readonly pids?: ReadonlyArray<number>, end: () => Promise<void> }} Generator
  */
 
-/** The Node.js load generator, a forked child. @returns {Generator} */
-const forkGenerator = () => {
-  const child = fork(GENERATOR, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+/** A load generator, a forked child (by default the Node.js one, generator.mjs). @returns {Generator} */
+const forkGenerator = (file = GENERATOR) => {
+  const child = fork(file, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
   const exited = new Promise((resolve) => child.once("exit", resolve))
   const peer = client(child, "generator")
+  /** @type {Promise<void> | undefined} */
+  let ending
   return {
     pid: /** @type {number} */ (child.pid),
     ask: peer.ask,
+    end: () =>
+      (ending ??= (async () => {
+        await peer.ask("stop").catch(() => {})
+        child.kill()
+        await exited
+      })())
+  }
+}
+
+/**
+ * `count` Node.js load generators as one: every request goes to each, and their snapshots are summed (the counters;
+ * round-trip percentiles are not merged, and no scenario that reads them runs on more than one).
+ * @param {number} count @returns {Generator}
+ */
+const forkGenerators = (count) => {
+  if (count <= 1) return forkGenerator()
+  const all = Array.from({ length: count }, () => forkGenerator())
+  return {
+    pid: /** @type {Generator} */ (all[0]).pid,
+    pids: all.map((generator) => generator.pid),
+    ask: async (cmd, args) => {
+      const answers = await Promise.all(all.map((generator) => generator.ask(cmd, args)))
+      if (cmd !== "snapshot") return answers[0]
+      const sum = (/** @type {string} */ field) => answers.reduce((total, answer) => total + answer[field], 0)
+      return {
+        received: sum("received"),
+        completed: sum("completed"),
+        errors: sum("errors"),
+        open: sum("open"),
+        firstError: answers.find((answer) => answer.firstError !== undefined)?.firstError
+      }
+    },
     end: async () => {
-      await peer.ask("stop").catch(() => {})
-      child.kill()
-      await exited
+      await Promise.all(all.map((generator) => generator.end()))
     }
   }
 }
@@ -49,7 +83,7 @@ const forkGenerator = () => {
  * @param {Context} context @param {(generator: Generator) => Promise<A>} body @param {() => Generator} [makeGenerator]
  * @returns {Promise<A>}
  */
-const withGenerator = async (context, body, makeGenerator = forkGenerator) => {
+const withGenerator = async (context, body, makeGenerator = () => forkGenerator()) => {
   const generator = makeGenerator()
   try {
     return await body(generator)
@@ -64,7 +98,7 @@ const read = async (context, generator, target) => {
   const [load, backend] = await Promise.all([generator.ask("snapshot"), context.backend.ask("snapshot")])
   const pid = target.pid()
   const cpu = pid === undefined ? undefined : cpuSeconds(pid)
-  const bench = [process.pid, generator.pid, context.backendPid, ...(pid === undefined ? [] : [pid])]
+  const bench = [process.pid, ...(generator.pids ?? [generator.pid]), context.backendPid, ...(pid === undefined ? [] : [pid])]
   return { at: performance.now(), load, backend, cpu, bench, processes: everyProcessCpuSeconds(), steal: stealSeconds() }
 }
 
@@ -91,7 +125,7 @@ const timed = (context, target, size, load, to = { port: target.port, host: DOMA
       }
       return { before, after, seconds, cpu, elsewhere, errors: after.load.errors, firstError: after.load.firstError }
     },
-    to.makeGenerator
+    to.makeGenerator ?? (() => forkGenerators(size.generators ?? 1))
   )
 
 /** @param {Context} context @param {Target} target @param {Size} size */
@@ -173,4 +207,75 @@ export const memory = async (context, target, size) => {
     const { errors, firstError } = await generator.ask("snapshot")
     return { sessions: opened, beforeMiB: before / MiB, afterMiB: after / MiB, perSessionKiB: (after - before) / 1024 / opened, errors, firstError }
   })
+}
+
+/** @param {Array<number>} values */
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? /** @type {number} */ (sorted[middle]) : (/** @type {number} */ (sorted[middle - 1]) + /** @type {number} */ (sorted[middle])) / 2
+}
+
+/**
+ * RSS of a freshly started proxy `settleMs` after it accepts connections, the median of `starts` starts (Portal gives
+ * back the heap its startup grew once it listens: src/services/runtime/shrinkHeap.ts).
+ * @param {Target} target @param {{ settleMs: number, starts: number }} size
+ */
+export const startupRss = async (target, size) => {
+  /** @type {Array<number>} */
+  const samples = []
+  for (let start = 0; start < size.starts; start++) {
+    await target.restart()
+    await sleep(size.settleMs)
+    samples.push(rssBytes(/** @type {number} */ (target.pid())))
+  }
+  return { startupMiB: median(samples) / MiB, minMiB: Math.min(...samples) / MiB, maxMiB: Math.max(...samples) / MiB }
+}
+
+/**
+ * The hostile flood (flood.mjs) against a Portal that takes PROXY headers and has `[rate_limit]` on, from a fresh
+ * start: its RSS once idle, at its highest while the flood runs (read every 250 ms), and a second after it stopped;
+ * and what a real client (the probe) saw meanwhile.
+ * @param {Target} target @param {{ settleMs: number, windowMs: number, concurrency: number, held: number }} size
+ */
+export const flood = async (target, size) => {
+  await target.restart()
+  const pid = /** @type {number} */ (target.pid())
+  await sleep(size.settleMs)
+  const idle = rssBytes(pid)
+  const probe = forkGenerator(FLOOD)
+  const load = forkGenerator(FLOOD)
+  try {
+    await probe.ask("start", { mode: "probe", port: target.port, host: DOMAIN })
+    await load.ask("start", { mode: "flood", port: target.port, host: DOMAIN, concurrency: size.concurrency, held: size.held })
+    const started = performance.now()
+    let peak = idle
+    while (performance.now() - started < size.windowMs) {
+      await sleep(250)
+      peak = Math.max(peak, rssBytes(pid))
+    }
+    const seconds = (performance.now() - started) / 1000
+    const sent = await load.ask("snapshot")
+    await load.end()
+    await sleep(1000)
+    const after = rssBytes(pid)
+    const seen = (await probe.ask("snapshot")).probe
+    const connections = sent.garbage + sent.legacy + sent.half + sent.slowloris
+    return {
+      idleMiB: idle / MiB,
+      peakMiB: peak / MiB,
+      growthMiB: (peak - idle) / MiB,
+      afterMiB: after / MiB,
+      connectionsPerSecond: connections / seconds,
+      legacyAnswered: sent.legacyAnswered,
+      probeServed: seen.pings + seen.logins,
+      probeFailed: seen.failed,
+      probeSlowestMs: seen.slowestMs,
+      errors: seen.failed,
+      firstError: seen.firstFailure
+    }
+  } finally {
+    await load.end()
+    await probe.end()
+  }
 }

@@ -12,6 +12,7 @@ export declare const rssBytes: (pid: number) => number
 export declare const canPin: () => boolean
 export declare const pin: (pid: number, cpus: number | string) => void
 export declare const allCpus: () => string
+export declare const coresPlan: () => { pinned: boolean; load: string; proxy: string; proxyCpus: number; loadCpus: number }
 export declare const raiseFileLimit: (wanted: number) => { soft: number; hard: number }
 export declare const freePort: () => Promise<number>
 export declare const waitForPort: (port: number, dead: () => string | undefined, timeoutMs?: number) => Promise<void>

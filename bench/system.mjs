@@ -91,6 +91,22 @@ export const pin = (pid, cpus) => {
 export const allCpus = () => `0-${os.cpus().length - 1}`
 
 /**
+ * Where the multi-core and flood scenarios put proxies and load. With 4 CPUs or more, the load (orchestrator,
+ * backend, generators) on the lower half and the proxies on the upper half, so that a proxy with `proxyCpus` threads
+ * has a core for each; with 2 or 3, nothing is pinned and proxies and load share every CPU (pinning two proxy threads
+ * to one CPU would measure nothing multi-core).
+ * @returns {{ pinned: boolean, load: string, proxy: string, proxyCpus: number, loadCpus: number }}
+ */
+export const coresPlan = () => {
+  const cpus = os.cpus().length
+  if (cpus >= 4 && canPin()) {
+    const half = Math.floor(cpus / 2)
+    return { pinned: true, load: `0-${half - 1}`, proxy: `${half}-${cpus - 1}`, proxyCpus: cpus - half, loadCpus: half }
+  }
+  return { pinned: false, load: allCpus(), proxy: allCpus(), proxyCpus: cpus, loadCpus: cpus }
+}
+
+/**
  * The open-files limit of this process (children inherit it), raised first: to `wanted` where the process may raise
  * its hard limit (root, or CAP_SYS_RESOURCE), else the soft limit to the hard one.
  * @param {number} wanted

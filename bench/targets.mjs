@@ -37,7 +37,7 @@ export const DEFAULT_STATUS_TTL = "5s"
 
 /**
  * Starts a proxy process; resolves once it accepts connections.
- * @param {{ name: string, command: string, args: Array<string>, port: number, logFile: string, cpu: number | undefined }} spec
+ * @param {{ name: string, command: string, args: Array<string>, port: number, logFile: string, cpu: number | string | undefined }} spec
  */
 const startProcess = async (spec) => {
   const log = openSync(spec.logFile, "a")
@@ -72,12 +72,15 @@ export const directTarget = (backendPort, nativeEchoPort) => ({
 })
 
 /**
- * With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend.
- * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy", cpu: number | undefined, nodeFlags: Array<string> }} spec
+ * Portal in one proxy mode. With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend.
+ * `workers` is its `worker_threads` (1 unless given: the data plane on the main thread); `globals` and `tables` are
+ * more lines of proxy.toml (top-level keys, and tables); `name` tells it from another Portal in the same mode.
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy", cpu: number | string | undefined, nodeFlags: Array<string>, workers?: number, globals?: string, tables?: string, name?: string }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {
-  const dir = path.join(spec.dir, `portal-${spec.mode}`)
+  const name = spec.name ?? spec.mode
+  const dir = path.join(spec.dir, `portal-${name}`)
   mkdirSync(path.join(dir, "servers"), { recursive: true })
   const server = (/** @type {string} */ domain, /** @type {number} */ backendPort) =>
     `domains = ["${domain}"]\naddresses = ["127.0.0.1:${backendPort}"]\nproxy_mode = "${spec.mode}"\n`
@@ -85,19 +88,22 @@ export const portalTarget = async (spec) => {
   if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
-    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\nworker_threads = 1\n\n[status_cache]\nttl = "${ttl}"\n`)
+    writeFileSync(
+      path.join(dir, "proxy.toml"),
+      `bind = "127.0.0.1:${spec.port}"\nworker_threads = ${spec.workers ?? 1}\n${spec.globals ?? ""}\n[status_cache]\nttl = "${ttl}"\n${spec.tables ?? ""}`
+    )
     return startProcess({
-      name: `Portal ${spec.mode}`,
+      name: `Portal ${name}`,
       command: process.execPath,
       args: [...PORTAL_NODE_FLAGS, ...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
       port: spec.port,
-      logFile: path.join(spec.dir, `portal-${spec.mode}.log`),
+      logFile: path.join(spec.dir, `portal-${name}.log`),
       cpu: spec.cpu
     })
   }
   let running = await start(DEFAULT_STATUS_TTL)
   return {
-    name: spec.mode,
+    name,
     port: spec.port,
     ...(spec.nativeEchoPort === undefined ? {} : { game: { port: spec.port, host: GAME_DOMAIN } }),
     pid: () => running.pid,
@@ -112,18 +118,20 @@ export const portalTarget = async (spec) => {
 /**
  * HAProxy in `mode tcp`. With `splice`, it relays with splice(2) too (`option splice-request` and `splice-response`):
  * the bulk scenario's reference for what splicing costs the load on loopback, whoever does it.
- * With `game`, a second frontend on `game.port` relays to the native echo backend.
- * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | undefined, splice?: boolean, game?: { port: number, backendPort: number } | undefined }} spec
+ * With `game`, a second frontend on `game.port` relays to the native echo backend. `nbthread` sets its threads
+ * (HAProxy's default otherwise: one per CPU it may run on); `name` tells it from another HAProxy.
+ * @param {{ binary: string, dir: string, port: number, backendPort: number, maxconn: number, cpu: number | string | undefined, splice?: boolean, game?: { port: number, backendPort: number } | undefined, nbthread?: number, name?: string }} spec
  * @returns {Promise<Target>}
  */
 export const haproxyTarget = async (spec) => {
-  const name = spec.splice === true ? "haproxy_splice" : "haproxy"
+  const name = spec.name ?? (spec.splice === true ? "haproxy_splice" : "haproxy")
   const config = path.join(spec.dir, `${name}.cfg`)
   writeFileSync(
     config,
     [
       "global",
       `    maxconn ${spec.maxconn}`,
+      ...(spec.nbthread === undefined ? [] : [`    nbthread ${spec.nbthread}`]),
       "defaults",
       "    mode tcp",
       "    timeout connect 5s",
@@ -143,7 +151,7 @@ export const haproxyTarget = async (spec) => {
   )
   const start = () =>
     startProcess({
-      name: spec.splice === true ? "HAProxy (splice)" : "HAProxy",
+      name: spec.splice === true ? "HAProxy (splice)" : spec.nbthread === undefined ? "HAProxy" : `HAProxy nbthread ${spec.nbthread}`,
       command: spec.binary,
       args: ["-f", config, "-db"],
       port: spec.port,

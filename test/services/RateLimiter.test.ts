@@ -6,7 +6,7 @@ import { Schema } from "effect"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { compileFilter, isAllowed } from "../../src/services/IpFilter.js"
-import { MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter } from "../../src/services/RateLimiter.js"
+import { MAX_PENDING_HANDSHAKES, MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter } from "../../src/services/RateLimiter.js"
 import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { SlidingWindowLimiter } from "./shared/slidingWindowModel.js"
 
@@ -64,13 +64,37 @@ describe("RateLimiter", () => {
   it.scoped("bounds handshakes in progress per IP, and releases them once", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9"))
+      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9", () => {}))
       expect(slots.filter((slot) => slot !== undefined)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
-      expect(limiter.dataPlane.enterHandshake("10.0.0.10")).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("10.0.0.10", () => {})).toBeDefined()
       slots[0]!()
       slots[0]!() // idempotent
-      expect(limiter.dataPlane.enterHandshake("10.0.0.9")).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("10.0.0.9", () => {})).toBeDefined()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
+    }).pipe(Effect.provide(layerWith({})))
+  )
+
+  it.scoped("with every place taken, the oldest handshake gives way to a newcomer: its place is given back and it is closed", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const evicted: Array<number> = []
+      // Every place taken, by addresses that each stay within their own bound.
+      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
+        limiter.dataPlane.enterHandshake(`10.1.${i >> 3}.1`, () => evicted.push(i))
+      )
+      expect(slots.every((slot) => slot !== undefined)).toBe(true)
+      // The first handshake has ended meanwhile: it never gives way. The second is the oldest left.
+      slots[0]!()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.1", () => evicted.push(-1))).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.2", () => evicted.push(-2))).toBeDefined()
+      expect(evicted).toEqual([1])
+      expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
+      // An evicted handshake's own release, when its connection then closes, gives nothing back twice.
+      slots[1]!()
+      expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
+      // An address at its own bound is refused, and evicts nobody.
+      expect(limiter.dataPlane.enterHandshake("10.1.10.1", () => {})).toBeUndefined()
+      expect(evicted).toEqual([1])
     }).pipe(Effect.provide(layerWith({})))
   )
 })

@@ -167,7 +167,11 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: Openi
     const peer = snapshot.global.receive_proxy_protocol ? readProxyPeer(connection, reader) : Effect.succeed(socketPeer(connection.socket))
     return Effect.flatMap(peer, (found) => {
       fields.ip = found.clientIp
-      const slot = rateLimiter.enterHandshake(found.clientIp)
+      // Should this handshake be the oldest when every place is taken, it gives way to a newer one.
+      const slot = rateLimiter.enterHandshake(found.clientIp, () => {
+        stats.rejected("flood")
+        connection.socket.destroy()
+      })
       if (slot === undefined) {
         stats.rejected("flood")
         return Effect.as(

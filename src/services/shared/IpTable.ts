@@ -83,6 +83,11 @@ export const seedIpTable = (buffers: SharedBuffers): void => {
 }
 
 export class IpTable {
+  /**
+   * Why this thread's last `enterHandshake` was refused: "full" when every place was taken (or this thread's ledger
+   * was full), "address" for the address's own bound (or a table with no room for it).
+   */
+  lastRefusal: "full" | "address" = "full"
   private readonly header: Int32Array
   private readonly slots: Int32Array
   private readonly buckets: Int32Array
@@ -155,24 +160,26 @@ export class IpTable {
 
   /**
    * Takes a handshake place for `ip` until the returned release is called (idempotent): undefined when the address
-   * has `perIp` in progress, the proxy `total`, or this thread's ledger is full.
+   * has `perIp` in progress, the proxy `total`, or this thread's ledger is full (`lastRefusal` says which).
    */
   enterHandshake(ip: string, perIp: number, total: number): Release | undefined {
-    if (this.ledgerFreeTop === 0 && this.ledgerBump === this.ledgerSize) return undefined
     const bucket = this.keyOf(ip)
     const header = this.header
     const slots = this.slots
     let position: number
     lock(header, LOCK, this.holder)
     try {
-      if (header[PENDING_TOTAL]! >= total) return undefined
+      // The address's own bound first: an address at its bound is refused whether or not places are free.
       let slot = this.find(bucket)
+      this.lastRefusal = "address"
+      if (slot !== 0 && slots[slot * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
+      this.lastRefusal = "full"
+      if (header[PENDING_TOTAL]! >= total || (this.ledgerFreeTop === 0 && this.ledgerBump === this.ledgerSize)) return undefined
+      this.lastRefusal = "address"
       if (slot === 0) {
         if (perIp <= 0) return undefined
         slot = this.insert(bucket)
         if (slot === 0) return undefined
-      } else if (slots[slot * IP_SLOT_WORDS + PENDING]! >= perIp) {
-        return undefined
       }
       const base = slot * IP_SLOT_WORDS
       if (slots[base + PENDING]! === 0 && (slots[base + FLAGS]! & IN_LRU) !== 0) this.unlinkLru(slot)
