@@ -22,7 +22,7 @@ import { ServerManager, type ServerManagerOptions } from "../services/ServerMana
 import { Session } from "../services/Session.js"
 import { Stats } from "../services/Stats.js"
 import { StatusService } from "../services/StatusService.js"
-import { WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
+import { WorkerCensus, WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
 import { WebLayer } from "./Web.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
@@ -85,7 +85,7 @@ export const makeControlLayer = (options: ProxyOptions & { readonly workers: Wor
     Layer.provideMerge(WorkerPool.layer(options.workers)),
     Layer.provideMerge(WebLayer),
     Layer.provideMerge(Answers),
-    Layer.provideMerge(Lifecycle.Default)
+    Layer.provideMerge(Layer.merge(Lifecycle.Default, WorkerCensus.layer))
   )
   return Layer.effect(ListeningAddress, Effect.map(WorkerPool, (workers) => workers.address)).pipe(Layer.provideMerge(pool))
 }

@@ -18,6 +18,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import * as LogLevel from "effect/LogLevel"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
@@ -103,6 +104,14 @@ interface Slot {
   exited: Deferred.Deferred<void>
 }
 
+/**
+ * The worker threads running now, as the pool keeps it: built before the pool and the web server so that the admin
+ * API (which stops after the pool has drained) can read it.
+ */
+export class WorkerCensus extends Context.Tag("portal/WorkerCensus")<WorkerCensus, Ref.Ref<ReadonlyArray<WorkerInfo>>>() {
+  static readonly layer = Layer.effect(WorkerCensus, Ref.make<ReadonlyArray<WorkerInfo>>([]))
+}
+
 export class WorkerPool extends Context.Tag("portal/WorkerPool")<
   WorkerPool,
   {
@@ -137,6 +146,12 @@ const make = (options: WorkerPoolOptions) =>
     if (plan.note !== undefined) yield* Effect.logWarning(plan.note)
 
     const slots: Array<Slot> = []
+    const census = yield* WorkerCensus
+    const listWorkers = (): ReadonlyArray<WorkerInfo> =>
+      slots.flatMap((slot, index) =>
+        slot.worker === undefined ? [] : [{ worker: index + 1, threadId: slot.threadId, since: slot.since, restarts: slot.restarts }]
+      )
+    const updateCensus = () => runFork(Ref.set(census, listWorkers()))
     let stopping = false
     const testHooks = options.testHooks ?? process.env.PORTAL_TEST_HOOKS === "1"
 
@@ -316,6 +331,7 @@ const make = (options: WorkerPoolOptions) =>
         })
         worker.on("exit", (code) => {
           if (slot.worker === worker) slot.worker = undefined
+          updateCensus()
           const released = forget(slot, index)
           runFork(Deferred.succeed(exited, undefined))
           runFork(Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} exited (code ${code})` })))
@@ -331,6 +347,7 @@ const make = (options: WorkerPoolOptions) =>
             )
           )
         })
+        updateCensus()
         yield* Deferred.await(ready).pipe(
           Effect.timeoutFail({
             duration: START_TIMEOUT,
@@ -363,11 +380,7 @@ const make = (options: WorkerPoolOptions) =>
     return {
       address: plan.address,
       description: plan.description,
-      workers: Effect.sync(() =>
-        slots.flatMap((slot, index) =>
-          slot.worker === undefined ? [] : [{ worker: index + 1, threadId: slot.threadId, since: slot.since, restarts: slot.restarts }]
-        )
-      ),
+      workers: Effect.sync(listWorkers),
       crash: (worker: number) => Effect.sync(() => slots[worker - 1]?.worker?.postMessage({ _tag: "Crash" } satisfies ToWorker))
     }
   }).pipe(Effect.catchAllDefect((defect) => Effect.fail(new ListenError({ address: "workers", reason: Cause.pretty(Cause.die(defect)) }))))

@@ -3,12 +3,12 @@
  * ports), and every limit holds proxy-wide, exactly as configured; bans, kicks and reloads reach every worker; a
  * worker that crashes is replaced without touching the other's sessions; shutdown drains both.
  */
-import { Effect } from "effect"
+import { Effect, Ref } from "effect"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { BanStore } from "../../src/services/BanStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
-import { WorkerPool } from "../../src/services/WorkerPool.js"
+import { WorkerCensus, type WorkerInfo, WorkerPool } from "../../src/services/WorkerPool.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -216,7 +216,7 @@ describe("two worker threads", () => {
     const { portal, backend } = await setup("", "", { hold: true })
     await joinMany(portal.port, 8)
     expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
-    const threads = (await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.workers) as Effect.Effect<ReadonlyArray<{ threadId: number }>>)).map(
+    const threads = (await portal.run(Effect.flatMap(WorkerCensus, Ref.get) as unknown as Effect.Effect<ReadonlyArray<WorkerInfo>>)).map(
       (worker) => worker.threadId
     )
     expect(threads).toHaveLength(2)
