@@ -56,6 +56,12 @@ export interface PlayerRegistryDataPlane {
   readonly add: (entry: Omit<SessionEntry, "since">, since: number) => SessionLease
   /** Live sessions of one server (players being connected count too, so simultaneous joins respect max_players). */
   readonly countFor: (serverId: string) => number
+  /**
+   * The live sessions' entries, of one server or (without `serverId`) all. A read for the BungeeCord channel of the
+   * packet modes (PlayerList, IPOther, UUIDOther, GetPlayerServer), which backends' plugins call now and then: it
+   * walks every session, so the hot path must not call it.
+   */
+  readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
 }
 
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
@@ -128,7 +134,12 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     const dataPlane: PlayerRegistryDataPlane = {
       add,
-      countFor: (serverId) => perServer.get(serverId) ?? 0
+      countFor: (serverId) => perServer.get(serverId) ?? 0,
+      sessions: (serverId) => {
+        const out: Array<SessionEntry> = []
+        for (const live of sessions.values()) if (serverId === undefined || live.entry.serverId === serverId) out.push(live.entry)
+        return out
+      }
     }
 
     return {

@@ -7,6 +7,7 @@
  *   routing   [rate_limit], the server the handshake names, its [ip_filter]
  *   status    a server-list answer (modern or legacy), then close            -- pings end here
  *   admission Login Start, player bans, max_players, the registry lease, wake on join
+ *   authentication  client_only: encryption and the session service (session/authentication.ts)
  *   join      dial, forwarding, replay, hand-over to the server's relay mode -- the relay owns the rest
  *
  * The login path is written with plain combinators rather than generators: a generator that has suspended keeps what
@@ -33,8 +34,10 @@ import { Relay } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
 import { makeAdmission } from "./session/admission.js"
+import { makeAuthentication, MOJANG_SESSION_SERVER } from "./session/authentication.js"
 import { closeWith } from "./session/closing.js"
 import type { Connection } from "./session/connection.js"
+import type { ReadError } from "./net/SocketReader.js"
 import { makeJoin } from "./session/join.js"
 import { makeOpening } from "./session/opening.js"
 import type { Admitted, Joined, Opened, Routed } from "./session/phases.js"
@@ -78,19 +81,32 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
     const open = makeOpening({ rateLimiter, ipFilter, bans, clock })
     const routing = makeRouting({ rateLimiter, router, ipFilter, clock })
     const status = makeStatusPhase({ status: yield* StatusService, router, balancer, manager: manager.dataPlane })
-    const admit = makeAdmission({ bans, registry: (yield* PlayerRegistry).dataPlane, manager, clock })
+    const registry = (yield* PlayerRegistry).dataPlane
+    const relay = (yield* Relay).dataPlane
+    const admit = makeAdmission({ bans, registry, manager, clock })
+    const authenticate = makeAuthentication({ bans, registry, clock, sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER })
     const join = makeJoin({
       backend: yield* Backend,
       forwarding: yield* Forwarding,
       balancer,
-      relay: (yield* Relay).dataPlane,
+      relay,
+      registry,
       logDetached,
       infoLogged
     })
 
-    /** A login from admission on: the lease is given back unless the relay took it over. */
-    const login = (admitted: Admitted): Effect.Effect<Joined> =>
+    /** A login from admission (or authentication) on: the lease is given back unless the relay took it over. */
+    const joined = (admitted: Admitted): Effect.Effect<Joined> =>
       join(admitted).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(admitted.lease.release))))
+
+    /** client_only authenticates first; it replaces the lease when it succeeds, and the old one is given back otherwise. */
+    const login = (admitted: Admitted): Effect.Effect<Joined, ReadError> => {
+      if (!relay.modeFor(admitted.route.server).mode.authenticates) return joined(admitted)
+      return authenticate(admitted).pipe(
+        Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Effect.sync(admitted.lease.release))),
+        Effect.flatMap((authenticated) => (authenticated === undefined ? Effect.succeed<Joined>("closed") : joined(authenticated)))
+      )
+    }
 
     const afterRouting = (routed: Routed | undefined) => {
       if (routed === undefined) return Effect.succeed<Joined>("closed")

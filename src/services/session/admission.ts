@@ -1,17 +1,21 @@
 /**
  * The admission phase: reads Login Start, then the checks a login passes before Portal dials its backend (player
- * bans, modes this version cannot serve, `max_players`), takes the player's place in the registry, and wakes a
- * sleeping server (waiting for it). All checks are synchronous; only the wake waits.
+ * bans, what the server's mode cannot serve, `max_players`), takes the player's place in the registry, and wakes a
+ * sleeping server (waiting for it). All checks are synchronous; only the wake waits. A packet mode refuses a client
+ * version its packet table does not know before Login Start is read.
  */
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
+import { MODERN_FORWARDING_MIN_PROTOCOL } from "../../protocol/modernForwarding.js"
+import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
+import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import { disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
@@ -55,11 +59,14 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     if (playerBan !== undefined) {
       return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)))
     }
-    if (server.config.proxy_mode === "client_only") {
-      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable)
-    }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
-      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable)
+      // Modern forwarding answers a login plugin request, which only a packet mode reads and only 1.13+ has.
+      if (!isPacketMode(server)) {
+        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable)
+      }
+      if (opened.opening.handshake.protocolVersion < MODERN_FORWARDING_MIN_PROTOCOL) {
+        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113)
+      }
     }
     const max = server.config.max_players
     if (max > 0 && registry.countFor(server.id) >= max) {
@@ -92,8 +99,17 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }
 
-  return (route) =>
-    Effect.flatMap(
+  return (route) => {
+    const protocolVersion = route.opened.opening.handshake.protocolVersion
+    if (isPacketMode(route.server) && packetIdsFor(protocolVersion) === undefined) {
+      route.opened.slot()
+      return refused(
+        route.opened.connection.socket,
+        Effect.logInfo(`refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`),
+        MESSAGES.unsupportedVersion(supportedRangeText())
+      )
+    }
+    return Effect.flatMap(
       route.opened.reader.read(
         "Login Start",
         MAX_LOGIN_START_FRAME_BYTES,
@@ -102,4 +118,5 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
       ),
       (start) => admit(route, start)
     )
+  }
 }
