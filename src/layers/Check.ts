@@ -10,7 +10,7 @@ import * as Layer from "effect/Layer"
 import { formatProblem } from "../schema/problems.js"
 import { loadConfiguration } from "../services/ConfigStore.js"
 import { displayPath } from "../services/config/load.js"
-import { inactiveFeatureLines, summarize } from "./Startup.js"
+import { inactiveFeatureLines, summarize, warningLines } from "./Startup.js"
 
 export const runCheck = (configFile: string) =>
   Effect.gen(function* () {
@@ -29,5 +29,6 @@ export const runCheck = (configFile: string) =>
       )
     }
     for (const line of inactiveFeatureLines(snapshot)) process.stdout.write(`note: ${line}\n`)
+    for (const line of warningLines(snapshot)) process.stdout.write(`warning: ${line}\n`)
     return 0
   }).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, FetchHttpClient.layer)))
