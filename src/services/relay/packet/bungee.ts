@@ -7,7 +7,14 @@
  * session can put a packet on a connection. Connect and ConnectOther need server switching: nothing is done, and
  * that is logged once.
  */
-import { type BungeeAnswer, type BungeeRequest, decodeBungeeRequest, encodeBungeeAnswer, encodeBungeeForwarded } from "../../../protocol/bungeeChannel.js"
+import {
+  type BungeeAnswer,
+  bungeeChannelFor,
+  type BungeeRequest,
+  decodeBungeeRequest,
+  encodeBungeeAnswer,
+  encodeBungeeForwarded
+} from "../../../protocol/bungeeChannel.js"
 import { plainText, type TextComponent } from "../../../protocol/text.js"
 import type { SessionEntry } from "../../PlayerRegistry.js"
 import type { ChannelContext, PacketLog } from "./PacketStart.js"
@@ -20,6 +27,7 @@ export interface BungeePeer {
   readonly serverId: string
   readonly clientIp: string
   readonly clientPort: number
+  readonly protocolVersion: number
   /** A plugin message to the session's backend (once in play). */
   readonly sendToBackend: (channel: string, data: Buffer) => void
   /** A system chat message to the player (once in play). */
@@ -140,7 +148,7 @@ const parseJsonText = (json: string): TextComponent | undefined => {
 }
 
 /** Delivers what a request asks of other players (Forward, Message, KickPlayer); nothing to answer. */
-const act = (peer: BungeePeer, channel: string, request: BungeeRequest, log: PacketLog): void => {
+const act = (peer: BungeePeer, request: BungeeRequest, log: PacketLog): void => {
   switch (request._tag) {
     case "Forward": {
       const forwarded = encodeBungeeForwarded(request.channel, request.data)
@@ -149,13 +157,14 @@ const act = (peer: BungeePeer, channel: string, request: BungeeRequest, log: Pac
         request.target === "ALL" || request.target === "ONLINE"
           ? liveSessions.onePerServer(peer.serverId)
           : [liveSessions.oneOn(request.target)].flatMap((target) => (target === undefined ? [] : [target]))
-      for (const target of targets) target.sendToBackend(channel, forwarded.data)
+      for (const target of targets) target.sendToBackend(bungeeChannelFor(target.protocolVersion), forwarded.data)
       return
     }
     case "ForwardToPlayer": {
       const forwarded = encodeBungeeForwarded(request.channel, request.data)
       if (forwarded._tag === "Invalid") return log.debug(`BungeeCord ForwardToPlayer dropped: ${forwarded.reason}`)
-      liveSessions.named(request.player)?.sendToBackend(channel, forwarded.data)
+      const target = liveSessions.named(request.player)
+      target?.sendToBackend(bungeeChannelFor(target.protocolVersion), forwarded.data)
       return
     }
     case "Message":
@@ -198,5 +207,5 @@ export const handleBungeeRequest = (peer: BungeePeer, channel: string, data: Buf
     if (encoded._tag === "Invalid") return log.debug(`BungeeCord ${request._tag} answer dropped: ${encoded.reason}`)
     return peer.sendToBackend(channel, encoded.data)
   }
-  act(peer, channel, request, log)
+  act(peer, request, log)
 }
