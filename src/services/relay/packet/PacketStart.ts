@@ -7,7 +7,6 @@ import type { GameProfileProperty } from "../../../protocol/forwarding.js"
 import type { PlayerPublicKey } from "../../../protocol/login.js"
 import type { StreamCipher } from "../../../protocol/cipher.js"
 import type { BungeeSubchannel } from "../../../protocol/bungeeChannel.js"
-import type { SessionEntry } from "../../PlayerRegistry.js"
 
 /** The player as the backend is told: after authentication in client_only, as Login Start said in offline. */
 export interface PacketLogin {
@@ -37,11 +36,21 @@ export interface ChannelServer {
   readonly port: number
 }
 
+/** A live session as the BungeeCord channel reads it (the PlayerRegistry's entries have this shape). */
+export interface ChannelSession {
+  readonly serverId: string
+  readonly clientAddress: string
+  readonly clientPort: number
+  readonly name: string | undefined
+  /** Dashed. */
+  readonly uuid: string | undefined
+}
+
 /** What the BungeeCord channel reads (legacy_channel = true). */
 export interface ChannelContext {
   readonly permissions: Readonly<Record<BungeeSubchannel, boolean>>
   /** Live sessions, all or of one server (the registry's data plane). */
-  readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
+  readonly sessions: (serverId?: string) => ReadonlyArray<ChannelSession>
   /** Players on one server (the registry's data plane). */
   readonly countFor: (serverId: string) => number
   /** The servers as configured when the player joined. */

@@ -16,8 +16,7 @@ import {
   encodeBungeeForwarded
 } from "../../../protocol/bungeeChannel.js"
 import { plainText, type TextComponent } from "../../../protocol/text.js"
-import type { SessionEntry } from "../../PlayerRegistry.js"
-import type { ChannelContext, PacketLog } from "./PacketStart.js"
+import type { ChannelContext, ChannelSession, PacketLog } from "./PacketStart.js"
 
 /** What the channel needs of a packet session. */
 export interface BungeePeer {
@@ -87,14 +86,14 @@ export const liveSessions = new LiveSessions()
 /** Connect and ConnectOther are logged once per process. */
 const loggedOnce = new Set<string>()
 
-const findPlayer = (context: ChannelContext, name: string): SessionEntry | undefined => {
+const findPlayer = (context: ChannelContext, name: string): ChannelSession | undefined => {
   const wanted = name.toLowerCase()
   return context.sessions().find((entry) => entry.name !== undefined && entry.name.toLowerCase() === wanted)
 }
 
 const serverKnown = (context: ChannelContext, id: string) => context.servers.some((server) => server.id === id)
 
-const names = (entries: ReadonlyArray<SessionEntry>): Array<string> => entries.flatMap((entry) => (entry.name === undefined ? [] : [entry.name]))
+const names = (entries: ReadonlyArray<ChannelSession>): Array<string> => entries.flatMap((entry) => (entry.name === undefined ? [] : [entry.name]))
 
 /** The answer to a request, or undefined when BungeeCord would send none. */
 const answerOf = (peer: BungeePeer, request: BungeeRequest, context: ChannelContext): BungeeAnswer | undefined => {
