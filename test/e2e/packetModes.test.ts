@@ -12,7 +12,8 @@ import { supportedRangeText } from "../../src/protocol/packetIds.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { startPortal } from "../helpers/portal.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
-import { connectClient, NEWEST_VERSION, type PacketClient, startPacketBackend } from "../peers/packetPeers.js"
+import { waitFor } from "../helpers/wait.js"
+import { connectClient, NEWEST_VERSION, type PacketClient, serverChat, startPacketBackend } from "../peers/packetPeers.js"
 import { startSessionService } from "../peers/sessionService.js"
 
 const VERSIONS = [...new Set(["1.8.8", "1.12.2", "1.16.5", "1.19.4", "1.20.1", "1.20.4", "1.21.4", NEWEST_VERSION])]
@@ -89,6 +90,40 @@ describe("packet modes with real clients", () => {
     for (const { name } of [...oldest, ...newest]) expect(await endSession(portal, name, `kicked ${name}`)).toBe(true)
     for (const { name, client } of [...oldest, ...newest]) expect(await client.ended).toBe(`kicked ${name}`)
     await portal.waitForLog(/left off after .*\(ended: kicked off_/)
+  })
+
+  it("a 1.20.2+ backend reconfigures: Portal follows into configuration and back to play, and a kick there is a configuration Disconnect", { timeout: 30_000 }, async () => {
+    const session = await startSessionService()
+    process.env.PORTAL_SESSION_SERVER = session.url
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
+    const portal = await startPortal(dir.configFile)
+    for (const [version, mode] of [["1.20.4", "off"], [NEWEST_VERSION, "on"]] as const) {
+      const back = connectClient(portal.port, { version, username: `Back_${mode}`, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })
+      const stay = connectClient(portal.port, { version, username: `Stay_${mode}`, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })
+      expect((await back.joined)._tag).toBe("Joined")
+      expect((await stay.joined)._tag).toBe("Joined")
+      for (const name of [`Back_${mode}`, `Stay_${mode}`]) {
+        const serverSide = backend.clients.get(name)
+        const acknowledged = new Promise((resolve) => serverSide.once("configuration_acknowledged", resolve))
+        serverSide.write("start_configuration", {})
+        await acknowledged
+        serverSide.state = "configuration"
+      }
+      // In configuration: a kick is the configuration state's Disconnect.
+      expect(await endSession(portal, `Stay_${mode}`, "kicked while configuring")).toBe(true)
+      expect(await stay.ended).toBe("kicked while configuring")
+      // Back to play: the player acknowledges, and play packets flow again.
+      const serverSide = backend.clients.get(`Back_${mode}`)
+      const finished = new Promise((resolve) => serverSide.once("finish_configuration", resolve))
+      serverSide.write("finish_configuration", {})
+      await finished
+      serverSide.state = "play"
+      serverChat(serverSide, "back in play")
+      await waitFor(() => back.chat.includes("back in play"))
+      expect(await endSession(portal, `Back_${mode}`, "kicked in play again")).toBe(true)
+      expect(await back.ended).toBe("kicked in play again")
+    }
   })
 
   it("the backend closing in play or refusing to answer: the player is told, in every state", { timeout: 30_000 }, async () => {
