@@ -62,7 +62,7 @@ const entries: Array<ChannelSession> = [
   { serverId: "games", clientAddress: "198.51.100.1", clientPort: 40000, name: "Carol", uuid: "33333333-3333-3333-3333-333333333333" }
 ]
 
-const context = (permissions: Partial<typeof CHANNEL_DEFAULTS> = {}): ChannelContext => ({
+const context = (permissions: Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>> = {}): ChannelContext => ({
   permissions: { ...CHANNEL_DEFAULTS, ...permissions },
   sessions: (serverId) => entries.filter((entry) => serverId === undefined || entry.serverId === serverId),
   countFor: (serverId) => entries.filter((entry) => entry.serverId === serverId).length,
@@ -86,7 +86,7 @@ const live = (one: FakePeer) => {
   return one
 }
 
-const ask = (asker: FakePeer, data: Buffer, permissions?: Partial<typeof CHANNEL_DEFAULTS>) =>
+const ask = (asker: FakePeer, data: Buffer, permissions?: Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>>) =>
   handleBungeeRequest(asker, "bungeecord:main", data, context(permissions), log)
 
 describe("the BungeeCord channel", () => {
