@@ -8,7 +8,9 @@ import { createDecipheriv, publicEncrypt, constants, randomBytes } from "node:cr
 import * as net from "node:net"
 import { deflateSync } from "node:zlib"
 import { createRequire } from "node:module"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { BanStore } from "../../src/services/BanStore.js"
 import { startPortal } from "../helpers/portal.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { connectClient, type PacketClient, startPacketBackend } from "../peers/packetPeers.js"
@@ -124,6 +126,28 @@ describe("bad input in the packet modes", () => {
     expect(backend.players.has("Mallory")).toBe(false)
     session.mode = "normal"
     await keepsPlaying(bystander)
+  })
+
+  it("a player banned by UUID is refused after authentication, even when Login Start claimed another UUID", { timeout: 20_000 }, async () => {
+    const session = await startSessionService()
+    process.env.PORTAL_SESSION_SERVER = session.url
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
+      "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const account = session.account("Banned")
+    await portal.run(Effect.flatMap(BanStore, (store) => store.add({ target: { type: "uuid", value: account.id }, reason: "Alt account", source: "test" })))
+    // 1.12.2 sends no UUID in Login Start; the 1.21.4 client is made to claim another one.
+    const quiet = connectClient(portal.port, { version: "1.12.2", username: "Banned", host: "on.example", session })
+    expect(await quiet.joined).toEqual({ _tag: "Kicked", reason: expect.stringMatching(/Alt account/) })
+    const liar = connectClient(portal.port, { version: "1.21.4", username: "Banned", host: "on.example", session })
+    const write = liar.raw.write.bind(liar.raw)
+    liar.raw.write = (name: string, params: Record<string, unknown>) =>
+      write(name, name === "login_start" ? { ...params, playerUUID: "00000000-0000-0000-0000-000000000001" } : params)
+    expect(await liar.joined).toEqual({ _tag: "Kicked", reason: expect.stringMatching(/Alt account/) })
+    await portal.waitForLog(/refused Banned \(.*\): banned \(Alt account\)/)
+    expect(backend.players.has("Banned")).toBe(false)
   })
 
   it("an oversized packet, a compressed frame that inflates to more than it claims, and one that claims less than the threshold", { timeout: 30_000 }, async () => {
