@@ -5,8 +5,8 @@
  * swap) without touching the player's framing, compression or encryption.
  */
 import type { Socket } from "node:net"
-import { FrameDecoder } from "../../../protocol/framing.js"
-import { encodeFrame } from "../../../protocol/framing.js"
+import { encodeFrame, FrameDecoder } from "../../../protocol/framing.js"
+import { type Destination, destinationOf, writeTo } from "./directWrite.js"
 
 /** Protocol states after the handshake, as the packet relay tracks them. */
 export type PacketState = "login" | "configuration" | "play"
@@ -27,11 +27,15 @@ export class BackendLink {
   /** Whether the backend has accepted the login (its Login Success went to the player). */
   loggedIn = false
 
-  constructor(readonly socket: Socket) {}
+  private readonly destination: Destination
+
+  constructor(readonly socket: Socket) {
+    this.destination = destinationOf(socket)
+  }
 
   write(bytes: Buffer): void {
     this.bytesHanded += bytes.length
-    this.socket.write(bytes)
+    writeTo(this.destination, bytes)
   }
 
   /** A packet of Portal's own, in the connection's format. */

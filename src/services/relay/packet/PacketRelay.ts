@@ -41,6 +41,7 @@ import type { RelayWatchdog, Watched } from "../watchdog.js"
 import { BackendLink, type PacketState } from "./BackendLink.js"
 import { type BungeePeer, handleBungeeRequest, liveSessions } from "./bungee.js"
 import { Coalescer } from "./coalesce.js"
+import { type Destination, destinationOf, writeTo } from "./directWrite.js"
 import type { PacketStart } from "./PacketStart.js"
 
 /**
@@ -69,6 +70,9 @@ export class PacketRelay implements LiveRelay, BungeePeer {
   readonly protocolVersion: number
   private readonly ids: PacketIds
   private readonly player: Socket
+  private readonly playerOut: Destination
+  /** Bytes handed to the player's socket by the relay (direct sends included, which Node does not count). */
+  private playerBytesOut = 0
   private readonly playerDecoder = new FrameDecoder()
   /** Compression threshold of the player's connection, both directions (-1: off). */
   private playerThreshold = -1
@@ -109,7 +113,9 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     this.up = new Coalescer((bytes) => this.link.write(bytes))
     this.down = new Coalescer((bytes) => this.writeToPlayer(bytes))
     const player = this.player
-    this.meter = { bytesIn: () => player.bytesRead, bytesOut: () => player.bytesWritten }
+    this.playerOut = destinationOf(player)
+    const outBefore = player.bytesWritten
+    this.meter = { bytesIn: () => player.bytesRead, bytesOut: () => outBefore + this.playerBytesOut }
     this.watched = watchdog.add(
       {
         sample: (into) => {
@@ -149,7 +155,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
 
   private writeToPlayer(bytes: Buffer): void {
     if (this.player.destroyed) return
-    this.player.write(this.encrypt === undefined ? bytes : this.encrypt.update(bytes))
+    this.playerBytesOut += bytes.length
+    writeTo(this.playerOut, this.encrypt === undefined ? bytes : this.encrypt.update(bytes))
   }
 
   /** A packet of Portal's own to the player, after what is already on its way. */
