@@ -35,7 +35,7 @@ export const inactiveFeatures = (
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
   if (global.containers !== undefined) add("[containers]", "container discovery is not active yet")
   if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
-    add("[permissions]", "proxy commands need the packet modes, not active yet")
+    add("[permissions]", "proxy commands are not active yet")
   }
   const keepalive = keepaliveSupport()
   if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
