@@ -7,6 +7,7 @@
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
+import { offlineUuid } from "../../protocol/forwarding.js"
 import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
 import { MODERN_FORWARDING_MIN_PROTOCOL } from "../../protocol/modernForwarding.js"
 import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
@@ -53,9 +54,12 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
     // The handshake phase is over: this connection no longer counts against the flood bounds.
     opened.slot()
     const player = start.value
-    const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+    // offline trusts the name and tells the backend the offline-mode UUID of it (session/join.ts): that is the
+    // player's identity for bans and the registry too. client_only replaces it after authentication.
+    const uuid = server.config.proxy_mode === "offline" ? offlineUuid(player.name) : player.uuid
+    const who = `${player.name}${uuid !== undefined ? ` (${uuid})` : ""}`
     const now = clock.unsafeCurrentTimeMillis()
-    const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
+    const playerBan = bans.playerBan({ name: player.name, uuid }, now)
     if (playerBan !== undefined) {
       return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)))
     }
@@ -80,7 +84,7 @@ export const makeAdmission = ({ bans, registry, manager, clock }: AdmissionServi
         clientPort: peer.clientPort,
         protocolVersion: opened.opening.handshake.protocolVersion,
         name: player.name,
-        uuid: player.uuid
+        uuid
       },
       now
     )
