@@ -9,7 +9,8 @@
  * authenticated player.
  *
  * Every refusal after the encryption started is an encrypted login Disconnect. The answer's decoder (Schema) is
- * loaded with a dynamic import on the first client_only login; the HTTP call is Node's fetch.
+ * loaded with a dynamic import on the first client_only login; the HTTP call is Node's own http/https with a
+ * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by an AbortSignal timeout.
  */
 import type * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -44,6 +45,7 @@ import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import { closeWith, disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
+import { getText } from "./sessionHttp.js"
 
 export const MOJANG_SESSION_SERVER = "https://sessionserver.mojang.com"
 /** How long the session service may take to answer `hasJoined`. */
@@ -86,10 +88,10 @@ type HasJoined =
   | { readonly _tag: "Joined"; readonly profile: Authentication["profile"] }
   | { readonly _tag: "NotJoined" }
 
-const describeFetchError = (error: unknown): string => {
+const describeRequestError = (error: unknown): string => {
   if (error instanceof Error) {
-    if (error.name === "TimeoutError") return "no answer in time"
     const cause = (error as { cause?: unknown }).cause
+    if (error.name === "TimeoutError" || (cause instanceof Error && cause.name === "TimeoutError")) return "no answer in time"
     return cause instanceof Error ? `${error.message} (${cause.message})` : error.message
   }
   return String(error)
@@ -102,13 +104,12 @@ export const askHasJoined = (
   hash: string,
   timeoutMs: number
 ): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
-  const url = `${base.replace(/\/+$/, "")}/session/minecraft/hasJoined?username=${encodeURIComponent(name)}&serverId=${encodeURIComponent(hash)}`
   const request = Effect.tryPromise({
-    try: async (signal) => {
-      const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]), redirect: "error" })
-      return { status: response.status, text: await response.text() }
+    try: (signal) => {
+      const url = new URL(`${base.replace(/\/+$/, "")}/session/minecraft/hasJoined?username=${encodeURIComponent(name)}&serverId=${encodeURIComponent(hash)}`)
+      return getText(url, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]))
     },
-    catch: (error) => new SessionServiceUnavailable({ reason: `the session service at ${base} failed: ${describeFetchError(error)}` })
+    catch: (error) => new SessionServiceUnavailable({ reason: `the session service at ${base} failed: ${describeRequestError(error)}` })
   })
   return Effect.flatMap(request, ({ status, text }): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
     if (status === 204 || status === 403) return Effect.succeed({ _tag: "NotJoined" })
