@@ -1,12 +1,13 @@
 // @ts-check
 /**
  * `npm run bench`: runs every scenario against the backend directly, HAProxy, Portal passthrough and Portal
- * zero_copy, interleaved over several rounds, and prints the Markdown report (also written to
+ * zero_copy (and the native game load and the connection rate against Portal offline and client_only too),
+ * interleaved over several rounds, and prints the Markdown report (also written to
  * bench/results/latest.md, with every sample in bench/results/latest.json).
  * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
  * `--only bulk,rate`: those scenarios only. `--rounds N`: N rounds instead of 5 (a quicker, noisier run that writes
  * no file unless `--out` is given). `--targets haproxy,passthrough`: those targets only (direct, haproxy,
- * passthrough, zero_copy; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
+ * passthrough, zero_copy, offline, client_only; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
  *
  * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
  * core and none competes with the load it serves. The bulk scenario runs a second time with nothing pinned, for
@@ -54,7 +55,9 @@ if (unknown.length > 0) {
   process.exit(2)
 }
 // A partial run writes no file unless asked: latest.md always holds a whole run.
-const TARGETS = ["direct", "haproxy", "passthrough", "zero_copy"]
+const TARGETS = ["direct", "haproxy", "passthrough", "zero_copy", "offline", "client_only"]
+/** The packet modes: measured by the native game load and the connection rate only (their load must speak frames). */
+const PACKET_MODES = /** @type {const} */ (["offline", "client_only"])
 const chosen = args.targets?.split(",") ?? TARGETS
 const unknownTargets = chosen.filter((name) => !TARGETS.includes(name))
 if (unknownTargets.length > 0) {
@@ -179,7 +182,20 @@ const main = async () => {
         targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
       }
     }
-    started.push(...targets.filter((target) => target.name !== "direct"), ...(haproxySplice === undefined ? [] : [haproxySplice]))
+    /** @type {Array<import("./targets.mjs").Target>} */
+    const packetTargets = []
+    const sessionServer = chosen.includes("client_only") ? `http://127.0.0.1:${await backend.ask("sessionService")}` : undefined
+    for (const mode of PACKET_MODES) {
+      if (chosen.includes(mode)) {
+        packetTargets.push(
+          await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags, ...(mode === "client_only" ? { sessionServer } : {}) })
+        )
+      }
+    }
+    // The client_only game load logs in online, which needs the native load built with libcrypto.
+    const gameNativeTargets = [...targets, ...packetTargets.filter((target) => target.name !== "client_only" || ("crypto" in nativeLoad && nativeLoad.crypto))]
+    if (chosen.includes("client_only") && "binary" in nativeLoad && !nativeLoad.crypto) say("the client_only native game rows are n/a: the native load was built without libcrypto")
+    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
     const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
@@ -213,6 +229,7 @@ const main = async () => {
       if (target !== haproxySplice) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
+    for (const target of packetTargets) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
     if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
     if (only.includes("bulk") && pinned) {
       // Reference rows: the same relay with nothing pinned, as on a host where the proxy shares its cores with the
@@ -232,9 +249,9 @@ const main = async () => {
     if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
     if (nativeEcho !== undefined && "binary" in nativeLoad) {
       const native = { backend: { ask: nativeEcho.ask }, backendPid: nativeEcho.pid }
-      await interleave("gameNative", targets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
+      await interleave("gameNative", gameNativeTargets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
     }
-    if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    if (only.includes("rate")) await interleave("rate", [...targets, ...packetTargets], PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
     if (only.includes("status")) {
       await interleave("status", targets, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
       // The cache is global to a Portal process: restart both with a TTL that makes nearly every ping ask the backend.
@@ -259,6 +276,7 @@ const main = async () => {
       `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
       `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}` +
         `${haproxySplice === undefined ? "" : "; for the bulk rows \"HAProxy splicing\", a second HAProxy with option splice-request and option splice-response"}.`,
+      `- Portal offline and client_only (packet modes): measured by the native game load (a real login into play, then frames of the compressed format; client_only also logs in online and encrypts) and the connection rate (client_only answering the Encryption Request, with a fake session service on CPU ${LOAD_CPU}); both forward with legacy forwarding.`,
       `- Portal: commit ${revision}, run as \`${["node", ...PORTAL_NODE_FLAGS, ...portalFlags, "dist/main.js"].join(" ")}\`, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
       pinned
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}; ` +

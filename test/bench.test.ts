@@ -34,6 +34,11 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     // its round trips are numbers and the latency target is judged on it.
     expect(stdout).toMatch(/\| 2\. Game-shaped load, native load \| round trip p99 \(ms\) \| \d+\.\d{3} \| (?:\d+\.\d{3}|n\/a) \| \d+\.\d{3} \| \d+\.\d{3} \|/)
     expect(stdout).toMatch(/\| zero_copy game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    // The packet modes: their native game load (framed, and encrypted with libcrypto) and their logins ran.
+    expect(stdout).toMatch(/\| offline game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| client_only game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| offline game proxy CPU ≤ 2× passthrough \(native load\) \| \d+\.\d{2}× passthrough \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| client_only logins ≥ 1,000\/s \(one core\) \| [\d,]+\/s \| (PASS|MISS) \|/)
   })
 })
 

@@ -34,6 +34,7 @@ import { rateLimiterDataPlane } from "../services/RateLimiter.js"
 import { Relay } from "../services/Relay.js"
 import { Router } from "../services/Router.js"
 import type { EnsureResult } from "../services/ServerManager.js"
+import { MOJANG_SESSION_SERVER } from "../services/session/authentication.js"
 import { makePipeline } from "../services/session/pipeline.js"
 import { statsDataPlane } from "../services/Stats.js"
 import { SharedMemory } from "../services/SharedMemory.js"
@@ -119,6 +120,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     /** The local registry's data plane, telling the main thread what comes and goes. */
     const reported: PlayerRegistryDataPlane = {
       countFor: registry.dataPlane.countFor,
+      sessions: registry.dataPlane.sessions,
       admit: (server, entry, since) => {
         const lease = registry.dataPlane.admit(server, entry, since)
         if (lease === undefined) return undefined
@@ -127,6 +129,10 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
         return {
           id: lease.id,
           attachEnder: lease.attachEnder,
+          identify: (name, uuid) => {
+            lease.identify(name, uuid)
+            emit({ _tag: "Identified", sessionId: entry.id, name, uuid })
+          },
           attachBackend: (backendAddress, bytes) => {
             meter = bytes
             lease.attachBackend(backendAddress, bytes)
@@ -179,7 +185,8 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       relay: relay.dataPlane,
       logDetached: Runtime.runFork(runtime),
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
-      stats
+      stats,
+      sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
 
     // Connection ids are unique across workers: this worker's count, with its index in the last three digits.

@@ -49,7 +49,7 @@ export interface SessionEnder {
 }
 
 interface LiveSession {
-  readonly entry: SessionEntry
+  entry: SessionEntry
   backendAddress: string | undefined
   bytes: ByteMeter | undefined
   ender: SessionEnder | undefined
@@ -66,6 +66,8 @@ export interface SessionLease {
   readonly attachEnder: (ender: SessionEnder) => void
   /** Records the backend address once connected, and where the byte counts come from. */
   readonly attachBackend: (backendAddress: string, bytes: ByteMeter) => void
+  /** Names the player as authentication found them (client_only): the place under max_players is kept. */
+  readonly identify: (name: string, uuid: string | undefined) => void
   readonly release: () => void
 }
 
@@ -78,6 +80,12 @@ export interface PlayerRegistryDataPlane {
   readonly admit: (server: ServerDefinition, entry: Omit<SessionEntry, "since">, since: number) => SessionLease | undefined
   /** Live sessions of one server, all threads (players being connected count too). */
   readonly countFor: (server: ServerDefinition) => number
+  /**
+   * The live sessions' entries of this thread, of one server or (without `serverId`) all. A read for the BungeeCord
+   * channel of the packet modes (PlayerList, IPOther, UUIDOther, GetPlayerServer), which backends' plugins call now
+   * and then: it walks every session, so the hot path must not call it.
+   */
+  readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
 }
 
 const noPlace = () => {}
@@ -139,6 +147,10 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
           live.ender = ender
           if (live.endedBecause !== undefined) ender.end(live.endedBecause)
         },
+        identify: (name, uuid) => {
+          if (released()) return
+          live.entry = { ...live.entry, name, uuid }
+        },
         attachBackend: (backendAddress, bytes) => {
           if (released()) return
           live.backendAddress = backendAddress
@@ -177,6 +189,11 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     const dataPlane: PlayerRegistryDataPlane = {
       admit,
+      sessions: (serverId) => {
+        const out: Array<SessionEntry> = []
+        for (const live of sessions.values()) if (serverId === undefined || live.entry.serverId === serverId) out.push(live.entry)
+        return out
+      },
       countFor: (server) => {
         const slot = server.slots?.server
         return counter !== undefined && slot !== undefined ? counter.count(slot) : (perServer.get(server.id) ?? 0)

@@ -8,6 +8,7 @@
  *   routing   [rate_limit], the server the handshake names, its [ip_filter]
  *   status    a server-list answer (modern or legacy), then close            -- pings end here
  *   admission Login Start, player bans, max_players, the registry lease, wake on join
+ *   authentication  client_only: encryption and the session service (session/authentication.ts)
  *   join      dial, forwarding, replay, hand-over to the server's relay mode -- the relay owns the rest
  *
  * The login path is written with plain combinators rather than generators: a generator that has suspended keeps what
@@ -29,6 +30,7 @@ import { RateLimiter } from "./RateLimiter.js"
 import { Relay } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
+import { MOJANG_SESSION_SERVER } from "./session/authentication.js"
 import { makePipeline } from "./session/pipeline.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
@@ -58,7 +60,8 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       logDetached: Runtime.runFork(yield* Effect.runtime<never>()),
       // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
-      stats: (yield* Stats).dataPlane
+      stats: (yield* Stats).dataPlane,
+      sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
     return { handle }
   })

@@ -223,6 +223,9 @@ const make = (options: WorkerPoolOptions) =>
             })
             break
           }
+          case "Identified":
+            slot.sessions.get(event.sessionId)?.lease.identify(event.name, event.uuid)
+            break
           case "Removed": {
             const known = slot.sessions.get(event.sessionId)
             if (known === undefined) break

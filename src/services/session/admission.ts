@@ -1,17 +1,22 @@
 /**
  * The admission phase: reads Login Start, then the checks a login passes before Portal dials its backend (player
- * bans, modes this version cannot serve), takes the player's place in the registry under `max_players`, and wakes a
- * sleeping server (waiting for it). All checks are synchronous; only the wake waits.
+ * bans, what the server's mode cannot serve), takes the player's place in the registry under `max_players`, and wakes a
+ * sleeping server (waiting for it). All checks are synchronous; only the wake waits. A packet mode refuses a client
+ * version its packet table does not know before Login Start is read.
  */
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
+import { offlineUuid } from "../../protocol/forwarding.js"
 import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
+import { MODERN_FORWARDING_MIN_PROTOCOL } from "../../protocol/modernForwarding.js"
+import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
+import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import { disconnect } from "./closing.js"
@@ -55,17 +60,23 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     // The handshake phase is over: this connection no longer counts against the flood bounds.
     opened.slot()
     const player = start.value
-    const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+    // offline trusts the name and tells the backend the offline-mode UUID of it (session/join.ts): that is the
+    // player's identity for bans and the registry too. client_only replaces it after authentication.
+    const uuid = server.config.proxy_mode === "offline" ? offlineUuid(player.name) : player.uuid
+    const who = `${player.name}${uuid !== undefined ? ` (${uuid})` : ""}`
     const now = clock.unsafeCurrentTimeMillis()
-    const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
+    const playerBan = bans.playerBan({ name: player.name, uuid }, now)
     if (playerBan !== undefined) {
       return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned")
     }
-    if (server.config.proxy_mode === "client_only") {
-      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable, "unavailable")
-    }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
-      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable, "unavailable")
+      // Modern forwarding answers a login plugin request, which only a packet mode reads and only 1.13+ has.
+      if (!isPacketMode(server)) {
+        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable, "unavailable")
+      }
+      if (opened.opening.handshake.protocolVersion < MODERN_FORWARDING_MIN_PROTOCOL) {
+        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113, "unavailable")
+      }
     }
     const lease = registry.admit(
       server,
@@ -76,7 +87,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
         clientPort: peer.clientPort,
         protocolVersion: opened.opening.handshake.protocolVersion,
         name: player.name,
-        uuid: player.uuid
+        uuid
       },
       now
     )
@@ -99,8 +110,18 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }
 
-  return (route) =>
-    Effect.flatMap(
+  return (route) => {
+    const protocolVersion = route.opened.opening.handshake.protocolVersion
+    if (isPacketMode(route.server) && packetIdsFor(protocolVersion) === undefined) {
+      route.opened.slot()
+      return refused(
+        route.opened.connection.socket,
+        Effect.logInfo(`refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`),
+        MESSAGES.unsupportedVersion(supportedRangeText()),
+        "unavailable"
+      )
+    }
+    return Effect.flatMap(
       route.opened.reader.read(
         "Login Start",
         MAX_LOGIN_START_FRAME_BYTES,
@@ -109,4 +130,5 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       ),
       (start) => admit(route, start)
     )
+  }
 }

@@ -18,7 +18,9 @@ import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
+import type { ReadError } from "../net/SocketReader.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
+import { makeAuthentication } from "./authentication.js"
 import { closeWith } from "./closing.js"
 import type { Connection } from "./connection.js"
 import { type JoinServices, makeJoin } from "./join.js"
@@ -46,6 +48,8 @@ export interface PipelineServices {
   readonly logDetached: JoinServices["logDetached"]
   readonly infoLogged: boolean
   readonly stats: StatsDataPlane
+  /** The session service client_only logins are checked with (`PORTAL_SESSION_SERVER`, else Mojang's). */
+  readonly sessionServer: string
 }
 
 /**
@@ -71,19 +75,30 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
   const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane, stats })
   const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats })
+  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer })
   const join = makeJoin({
     stats,
     backend: services.backend,
     forwarding: services.forwarding,
     balancer,
     relay: services.relay,
+    registry: services.registry,
     logDetached: services.logDetached,
     infoLogged: services.infoLogged
   })
 
-  /** A login from admission on: the lease is given back unless the relay took it over. */
-  const login = (admitted: Admitted): Effect.Effect<Joined> =>
+  /** A login from admission (or authentication) on: the lease is given back unless the relay took it over. */
+  const joined = (admitted: Admitted): Effect.Effect<Joined> =>
     join(admitted).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(admitted.lease.release))))
+
+  /** client_only authenticates first (the lease follows the login; it is given back unless the relay took it). */
+  const login = (admitted: Admitted): Effect.Effect<Joined, ReadError> => {
+    if (!services.relay.modeFor(admitted.route.server).mode.authenticates) return joined(admitted)
+    return authenticate(admitted).pipe(
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Effect.sync(admitted.lease.release))),
+      Effect.flatMap((authenticated) => (authenticated === undefined ? Effect.succeed<Joined>("closed") : joined(authenticated)))
+    )
+  }
 
   const afterRouting = (routed: Routed | undefined) => {
     if (routed === undefined) return Effect.succeed<Joined>("closed")

@@ -63,6 +63,7 @@ export type FromWorker =
 export type SessionEvent =
   | { readonly _tag: "Added"; readonly entry: SessionEntry }
   | { readonly _tag: "Backend"; readonly sessionId: number; readonly backendAddress: string }
+  | { readonly _tag: "Identified"; readonly sessionId: number; readonly name: string; readonly uuid: string | undefined }
   | { readonly _tag: "Removed"; readonly sessionId: number; readonly bytesIn: number; readonly bytesOut: number }
 
 /** What a worker thread starts with (`workerData`). */
