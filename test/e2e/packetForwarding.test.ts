@@ -90,7 +90,8 @@ describe("the legacy BungeeCord channel", () => {
     const session = await startSessionService()
     process.env.PORTAL_SESSION_SERVER = session.url
     const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n[forwarding.channel_permissions]\nIP = false\n`, {
+    // One thread: the channel's lists and Forward see the sessions of the thread that relays the asking player.
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n[forwarding]\nmode = "legacy"\n[forwarding.channel_permissions]\nIP = false\n`, {
       "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`,
       "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
     })

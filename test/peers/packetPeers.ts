@@ -131,6 +131,8 @@ export interface ClientOptions {
   readonly host: string
   /** Online mode against this fake session service (the account is made there). */
   readonly session?: SessionService
+  /** The loopback address to connect from (many clients at once from one address meet the handshake bound). */
+  readonly localAddress?: string
 }
 
 /** A client through Portal at `port`. */
@@ -144,7 +146,8 @@ export const connectClient = (port: number, options: ClientOptions): PacketClien
     version: options.version,
     hideErrors: true,
     keepAlive: true,
-    connect: (self: McClient) => self.setSocket(net.connect({ port, host: "127.0.0.1" })),
+    connect: (self: McClient) =>
+      self.setSocket(net.connect(options.localAddress === undefined ? { port, host: "127.0.0.1" } : { port, host: "127.0.0.1", localAddress: options.localAddress })),
     ...(account === undefined
       ? { auth: "offline" }
       : {
