@@ -23,6 +23,7 @@ import { Session } from "../services/Session.js"
 import { Stats } from "../services/Stats.js"
 import { StatusService } from "../services/StatusService.js"
 import { WorkerCensus, WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
+import { TelemetryLayer } from "./Telemetry.js"
 import { WebLayer } from "./Web.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
@@ -48,7 +49,8 @@ export const makeSessionLayer = (options: ProxyOptions = {}) => {
     ServerManager.Default(options.serverManager)
   ).pipe(Layer.provideMerge(State))
   const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
-  return Session.Default.pipe(Layer.provideMerge(Answers))
+  // Telemetry reads the services' counters and takes the connections' traces; it stops after the listener drained.
+  return Session.Default.pipe(Layer.provideMerge(TelemetryLayer), Layer.provideMerge(Answers))
 }
 
 /**
@@ -84,6 +86,7 @@ export const makeControlLayer = (options: ProxyOptions & { readonly workers: Wor
   const pool = Lifecycle.drainNotice.pipe(
     Layer.provideMerge(WorkerPool.layer(options.workers)),
     Layer.provideMerge(WebLayer),
+    Layer.provideMerge(TelemetryLayer),
     Layer.provideMerge(Answers),
     Layer.provideMerge(Layer.merge(Lifecycle.Default, WorkerCensus.layer))
   )

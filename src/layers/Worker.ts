@@ -37,6 +37,7 @@ import type { EnsureResult } from "../services/ServerManager.js"
 import { MOJANG_SESSION_SERVER } from "../services/session/authentication.js"
 import { makePipeline } from "../services/session/pipeline.js"
 import { statsDataPlane } from "../services/Stats.js"
+import { type ConnectionTrace, makeTracing } from "../services/telemetry/connectionTrace.js"
 import { SharedMemory } from "../services/SharedMemory.js"
 import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
 import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
@@ -68,18 +69,25 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
   const post = (message: FromWorker) => port.postMessage(message)
   const calls = makeCalls((message) => port.postMessage(message))
 
-  // Session events and log lines go to the main thread in batches, one message of each per turn of the event loop.
+  // Session events, log lines and finished traces go to the main thread in batches, one message of each per turn of
+  // the event loop.
   let pending: Array<SessionEvent> = []
   let logs: Array<WorkerLogRecord> = []
+  let traces: Array<ConnectionTrace> = []
   let flushing = false
   const flush = () => {
     flushing = false
     const events = pending
     const records = logs
+    const finished = traces
     pending = []
     logs = []
     if (records.length > 0) post({ _tag: "Logs", records })
     if (events.length > 0) post({ _tag: "Sessions", events })
+    if (finished.length > 0) {
+      traces = []
+      post({ _tag: "Traces", traces: finished })
+    }
   }
   const soon = () => {
     if (flushing) return
@@ -186,6 +194,13 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       logDetached: Runtime.runFork(runtime),
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
       stats,
+      tracing:
+        data.tracing === undefined
+          ? undefined
+          : makeTracing(data.tracing.samplingRatio, data.index + 1, (trace) => {
+              traces.push(trace)
+              soon()
+            }),
       sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
 

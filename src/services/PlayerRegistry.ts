@@ -98,6 +98,8 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
     const perServer = new Map<string, number>()
+    /** Bytes from and to the players of sessions that have ended, per server (telemetry's bytes relayed). */
+    const endedBytes = new Map<string, Float64Array>()
     /** Subscribers to `events`: with none (the usual case without the admin API), a join or leave builds no event. */
     let listening = 0
 
@@ -163,6 +165,13 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         },
         release: releaseOnce(() => {
           if (live.joined && listening > 0 && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
+          if (live.bytes !== undefined) {
+            const serverId = live.entry.serverId
+            let total = endedBytes.get(serverId)
+            if (total === undefined) endedBytes.set(serverId, (total = new Float64Array(2)))
+            total[0]! += live.bytes.bytesIn()
+            total[1]! += live.bytes.bytesOut()
+          }
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
@@ -209,6 +218,22 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       track: (entry: SessionEntry): SessionLease => add(entry, entry.since),
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
+      /**
+       * Bytes relayed from (`in`) and to (`out`) players per server since Portal started: the sessions that ended and
+       * the live ones (a worker's as of its last report).
+       */
+      bytesByServer: Effect.sync((): ReadonlyMap<string, { readonly in: number; readonly out: number }> => {
+        const out = new Map<string, { in: number; out: number }>()
+        for (const [serverId, total] of endedBytes) out.set(serverId, { in: total[0]!, out: total[1]! })
+        for (const live of sessions.values()) {
+          if (live.bytes === undefined) continue
+          const known = out.get(live.entry.serverId) ?? { in: 0, out: 0 }
+          known.in += live.bytes.bytesIn()
+          known.out += live.bytes.bytesOut()
+          out.set(live.entry.serverId, known)
+        }
+        return out
+      }),
       /** Live sessions of one server known to this registry. */
       playersOn: (serverId: string): Effect.Effect<number> => Effect.sync(() => perServer.get(serverId) ?? 0),
       total: Effect.sync(() => sessions.size),

@@ -34,6 +34,7 @@ import { MOJANG_SESSION_SERVER } from "./session/authentication.js"
 import { makePipeline } from "./session/pipeline.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
+import { Telemetry } from "./Telemetry.js"
 
 export type { Connection } from "./session/connection.js"
 export { normaliseIp } from "./session/connection.js"
@@ -61,6 +62,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
       stats: (yield* Stats).dataPlane,
+      tracing: (yield* Telemetry).dataPlane,
       sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
     return { handle }

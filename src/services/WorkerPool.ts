@@ -37,6 +37,7 @@ import { ServerManager } from "./ServerManager.js"
 import { SharedMemory } from "./SharedMemory.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
+import { Telemetry } from "./Telemetry.js"
 import { makeCalls } from "./workers/calls.js"
 import { type ListenPlan, planListening } from "./workers/listening.js"
 import type { FromWorker, SessionBytes, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "./workers/messages.js"
@@ -135,6 +136,7 @@ const make = (options: WorkerPoolOptions) =>
     const status = yield* StatusService
     const registry = yield* PlayerRegistry
     const stats = yield* Stats
+    const telemetry = yield* Telemetry
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const entry = workerEntry()
@@ -284,6 +286,7 @@ const make = (options: WorkerPoolOptions) =>
           bans: yield* bans.list,
           states: yield* statesNow,
           log: options.log,
+          tracing: telemetry.workerTracing,
           testHooks
         }
         const ready = yield* Deferred.make<void, ListenError>()
@@ -326,6 +329,9 @@ const make = (options: WorkerPoolOptions) =>
               return
             case "Logs":
               for (const record of message.records) runFork(relayLog(record))
+              return
+            case "Traces":
+              telemetry.exportTraces(message.traces)
               return
           }
         })

@@ -19,6 +19,7 @@ import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
+import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import { disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
@@ -47,9 +48,26 @@ const preRelayEnder = (socket: Socket): SessionEnder => ({
   }
 })
 
+/** The admission's verdict on the connection's trace (`admitted`, or the refusal's reason). */
+const traceAdmission = (trace: ConnectionTrace | undefined, verdict: string): void => {
+  if (trace !== undefined && Number.isNaN(trace.admissionEnd)) {
+    trace.admissionEnd = performance.now()
+    trace.admission = verdict
+  }
+}
+
+/** The wake's result on the connection's trace. */
+const traceWake = (trace: ConnectionTrace | undefined, result: string): void => {
+  if (trace === undefined) return
+  trace.wakeEnd = performance.now()
+  trace.wake = result
+}
+
 export const makeAdmission = ({ bans, registry, manager, clock, stats }: AdmissionServices): AdmissionPhase => {
-  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason) => {
+  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason, trace: ConnectionTrace | undefined) => {
     stats.rejected(reason)
+    traceAdmission(trace, reason)
+    traceRefusal(trace, reason)
     return Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
   }
 
@@ -64,18 +82,20 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     // player's identity for bans and the registry too. client_only replaces it after authentication.
     const uuid = server.config.proxy_mode === "offline" ? offlineUuid(player.name) : player.uuid
     const who = `${player.name}${uuid !== undefined ? ` (${uuid})` : ""}`
+    const trace = connection.trace
+    if (trace !== undefined) trace.player = player.name
     const now = clock.unsafeCurrentTimeMillis()
     const playerBan = bans.playerBan({ name: player.name, uuid }, now)
     if (playerBan !== undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned")
+      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned", trace)
     }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
       // Modern forwarding answers a login plugin request, which only a packet mode reads and only 1.13+ has.
       if (!isPacketMode(server)) {
-        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable, "unavailable")
+        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable, "unavailable", trace)
       }
       if (opened.opening.handshake.protocolVersion < MODERN_FORWARDING_MIN_PROTOCOL) {
-        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113, "unavailable")
+        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113, "unavailable", trace)
       }
     }
     const lease = registry.admit(
@@ -92,33 +112,42 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       now
     )
     if (lease === undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full")
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full", trace)
     }
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
+    traceAdmission(trace, "admitted")
     if (!manager.dataPlane.manages(server.id)) return Effect.succeed(admitted)
+    if (trace !== undefined) trace.wakeStart = performance.now()
     return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
+      traceWake(trace, wake._tag === "Online" ? "online" : wake._tag === "Starting" ? "starting" : wake.state)
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()
-      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable")
+      if (wake._tag === "Starting") {
+        return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable", trace)
+      }
       return refused(
         client,
         Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
         server.config.disconnect_message,
-        "unavailable"
+        "unavailable",
+        trace
       )
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }
 
   return (route) => {
     const protocolVersion = route.opened.opening.handshake.protocolVersion
+    const trace = route.opened.connection.trace
+    if (trace !== undefined) trace.admissionStart = performance.now()
     if (isPacketMode(route.server) && packetIdsFor(protocolVersion) === undefined) {
       route.opened.slot()
       return refused(
         route.opened.connection.socket,
         Effect.logInfo(`refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`),
         MESSAGES.unsupportedVersion(supportedRangeText()),
-        "unavailable"
+        "unavailable",
+        trace
       )
     }
     return Effect.flatMap(

@@ -41,6 +41,7 @@ import { parseUuid } from "../../protocol/uuid.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
+import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import { closeWith, disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
@@ -145,6 +146,14 @@ const verifyTokenMatches = (admitted: Admitted, response: EncryptionResponse, ke
   return verifySignedVerifyToken({ playerKeyDer: key.key, verifyToken: token, salt: response.salt, signature: response.signature })
 }
 
+/** The authentication's verdict on the connection's trace: `authenticated`, or why not (a refusal). */
+const traceVerdict = (trace: ConnectionTrace | undefined, verdict: "authenticated" | "banned" | "unavailable" | "not_authenticated"): void => {
+  if (trace === undefined) return
+  trace.authenticationEnd = performance.now()
+  trace.authentication = verdict
+  if (verdict !== "authenticated") traceRefusal(trace, verdict)
+}
+
 /** An encrypted login Disconnect, then the close. */
 const encryptedDisconnect = (socket: Socket, encrypt: StreamCipher, message: string): Effect.Effect<void> =>
   Effect.suspend(() => closeWith(socket, encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
@@ -153,6 +162,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
   const afterEncryption = (admitted: Admitted, secret: Buffer, keyPair: ServerKeyPair): Effect.Effect<Admitted | undefined> => {
     const { opened } = admitted.route
     const client = opened.connection.socket
+    const trace = opened.connection.trace
     const encrypt = createEncryptor(secret)
     const decrypt = createDecryptor(secret)
     // The secret is 16 bytes here (decryptSharedSecret checked it), so both ciphers exist.
@@ -170,15 +180,24 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
     const hash = serverHash("", secret, keyPair.publicKeyDer)
     return Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
-        if (answer._tag === "Left") return refuse(Effect.logWarning(`could not authenticate ${admitted.who}: ${answer.left.reason}`), MESSAGES.sessionServiceDown)
+        if (answer._tag === "Left") {
+          traceVerdict(trace, "unavailable")
+          return refuse(Effect.logWarning(`could not authenticate ${admitted.who}: ${answer.left.reason}`), MESSAGES.sessionServiceDown)
+        }
         if (answer.right._tag === "NotJoined") {
+          traceVerdict(trace, "not_authenticated")
           return refuse(Effect.logInfo(`refused ${admitted.who}: the session service does not know this login (not authenticated)`), MESSAGES.notAuthenticated)
         }
         const { profile } = answer.right
         const who = `${profile.name} (${profile.uuid})`
         const now = clock.unsafeCurrentTimeMillis()
         const ban = bans.playerBan({ name: profile.name, uuid: profile.uuid }, now)
-        if (ban !== undefined) return refuse(Effect.logInfo(`refused ${who}: banned (${ban.reason})`), banMessage(ban, Math.floor(now / 1000)))
+        if (ban !== undefined) {
+          traceVerdict(trace, "banned")
+          return refuse(Effect.logInfo(`refused ${who}: banned (${ban.reason})`), banMessage(ban, Math.floor(now / 1000)))
+        }
+        traceVerdict(trace, "authenticated")
+        if (trace !== undefined) trace.player = profile.name
         if (client.destroyed || client.writableEnded) return Effect.succeed(undefined)
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
         const lease = admitted.lease
@@ -199,6 +218,8 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
   return (admitted) => {
     const { opened } = admitted.route
     const client = opened.connection.socket
+    const trace = opened.connection.trace
+    if (trace !== undefined) trace.authenticationStart = performance.now()
     const protocolVersion = opened.opening.handshake.protocolVersion
     // Admission let only versions the packet table knows into a packet mode.
     const ids = packetIdsFor(protocolVersion)!.login
@@ -218,6 +239,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
     return Effect.flatMap(read, (response): Effect.Effect<Admitted | undefined> => {
       const secret = decryptSharedSecret(keyPair.privateKey, response.sharedSecret)
       if (secret._tag === "Invalid") {
+        traceVerdict(trace, "not_authenticated")
         // Without the secret nothing can be encrypted for this client: the Disconnect goes as it is.
         return Effect.as(
           Effect.zipRight(Effect.logWarning(`refused ${admitted.who}: bad shared secret (${secret.reason})`), disconnect(client, MESSAGES.badEncryption)),
@@ -225,6 +247,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
         )
       }
       if (!verifyTokenMatches(admitted, response, keyPair, token)) {
+        traceVerdict(trace, "not_authenticated")
         // The client encrypts from its Encryption Response on, with the secret it sent: so does the Disconnect.
         const encrypt = createEncryptor(secret.data)
         const said = encrypt._tag === "Cipher" ? encryptedDisconnect(client, encrypt, MESSAGES.badEncryption) : disconnect(client, MESSAGES.badEncryption)

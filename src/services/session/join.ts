@@ -13,7 +13,7 @@ import * as Exit from "effect/Exit"
 import type { Socket } from "node:net"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { formatHostPort } from "../../schema/HostPort.js"
-import type { Backend } from "../Backend.js"
+import type { AttemptFailure, Backend } from "../Backend.js"
 import type { BalancerDataPlane } from "../Balancer.js"
 import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
 import { offlineUuid } from "../../protocol/forwarding.js"
@@ -24,6 +24,7 @@ import type { RelayDataPlane } from "../Relay.js"
 import type { ChannelContext, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
 import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
+import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { relayTimeouts } from "../relay/watchdog.js"
 import { closeWith, disconnect } from "./closing.js"
 import { backendPreamble } from "./connection.js"
@@ -42,6 +43,8 @@ export interface JoinServices {
   readonly logDetached: (effect: Effect.Effect<void>) => void
   /** Whether info lines are logged at all: the "joined" and "left" lines are skipped cheaply when not. */
   readonly infoLogged: boolean
+  /** Where a traced connection's record goes when its session ends. */
+  readonly tracing: TracingDataPlane | undefined
 }
 
 export type JoinPhase = (admitted: Admitted) => Effect.Effect<Joined>
@@ -71,7 +74,15 @@ const packetProfile = (admitted: Admitted) => {
   return { name, uuid: offlineUuid(name), properties: [] }
 }
 
-export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, logDetached, infoLogged }: JoinServices): JoinPhase => {
+/** The failed attempts in the connect-duration histogram and on the trace. */
+const noteFailures = (stats: StatsDataPlane, trace: ConnectionTrace | undefined, failures: ReadonlyArray<AttemptFailure>): void => {
+  for (const failure of failures) {
+    stats.connectAttempt(false, failure.end - failure.start)
+    if (trace !== undefined) (trace.attempts ??= []).push({ address: failure.address, start: failure.start, end: failure.end, error: failure.reason })
+  }
+}
+
+export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
   /** Lines about a packet session, with the connection's fields, written outside any fiber. */
   const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
     debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
@@ -88,14 +99,25 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     serverId: string,
     annotations: Record<string, unknown>,
     releases: ReadonlyArray<() => void>,
-    meters: { readonly current: ByteMeter | undefined }
+    meters: { readonly current: ByteMeter | undefined },
+    trace: ConnectionTrace | undefined
   ) => {
     const started = Date.now()
+    if (trace !== undefined) trace.sessionStart = performance.now()
     return (outcome: RelayOutcome): void => {
       for (const release of releases) release()
       const bytesIn = meters.current?.bytesIn() ?? 0
       const bytesOut = meters.current?.bytesOut() ?? 0
       stats.sessionEnded(bytesIn, bytesOut)
+      if (trace !== undefined && tracing !== undefined) {
+        trace.sessionEnd = trace.end = performance.now()
+        trace.bytesIn = bytesIn
+        trace.bytesOut = bytesOut
+        trace.closedBy = outcome.end
+        trace.closedDetail = outcome.detail
+        trace.outcome = "relayed"
+        tracing.finish(trace)
+      }
       if (!infoLogged) return
       logDetached(
         Effect.logInfo(
@@ -182,7 +204,7 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const start = () => {
       const meters: { current: ByteMeter | undefined } = { current: undefined }
       const timeouts = relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
-      const onEnd = relayEnded(admitted.who, server.id, annotations, releases, meters)
+      const onEnd = relayEnded(admitted.who, server.id, annotations, releases, meters, connection.trace)
       const live = relay.start(mode, packet === undefined ? { client, backend: backendSocket, timeouts, onEnd } : { client, backend: backendSocket, timeouts, onEnd, packet })
       meters.current = live.meter
       admitted.lease.attachBackend(via, live.meter)
@@ -199,9 +221,12 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const { snapshot, connection, peer } = opened
     const client = connection.socket
     if (gone(client)) return CLOSED
+    const trace = connection.trace
     return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global)), (dialed): Effect.Effect<Joined> => {
       if (dialed._tag === "Left") {
+        noteFailures(stats, trace, dialed.left.attempts)
         stats.rejected("backend_unreachable")
+        traceRefusal(trace, "backend_unreachable")
         return Effect.as(
           Effect.zipRight(
             Effect.logWarning(`${admitted.who} could not join ${server.id}: ${dialed.left.message}`),
@@ -211,6 +236,14 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
         )
       }
       const { socket: backendSocket, address, failures } = dialed.right
+      noteFailures(stats, trace, failures)
+      stats.connectAttempt(true, dialed.right.end - dialed.right.start)
+      if (trace !== undefined) {
+        const attempts = (trace.attempts ??= [])
+        attempts.push({ address: formatHostPort(address), start: dialed.right.start, end: dialed.right.end, error: undefined })
+        trace.forwardingStart = performance.now()
+        trace.forwarding = forwardingModeOf(server, snapshot.global)
+      }
       const { mode } = relay.modeFor(server)
       const packetMode = mode.kind === "packet"
       const handshake = Effect.suspend(() =>
@@ -231,8 +264,10 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
         ? Effect.zipWith(handshake, forwarding.modernSecret(snapshot.global), (bytes, secret) => ({ bytes, secret }))
         : Effect.map(handshake, (bytes) => ({ bytes, secret: undefined }))
       const replayed = Effect.flatMap(Effect.either(prepared), (ready): Effect.Effect<Joined> => {
+        if (trace !== undefined) trace.forwardingEnd = performance.now()
         if (ready._tag === "Left") {
           stats.rejected("unavailable")
+          traceRefusal(trace, "unavailable")
           return Effect.as(
             Effect.zipRight(Effect.logError(`${admitted.who} could not join ${server.id}: ${ready.left.message}`), refuseLogin(admitted, MESSAGES.forwardingUnavailable)),
             "closed"

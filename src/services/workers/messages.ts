@@ -11,6 +11,7 @@ import type { Ban } from "../bans/file.js"
 import type { SessionEntry } from "../PlayerRegistry.js"
 import type { EnsureResult } from "../ServerManager.js"
 import type { StatusAnswer } from "../StatusService.js"
+import type { ConnectionTrace } from "../telemetry/connectionTrace.js"
 
 /** A status answer asked of the main thread, which owns the status cache. */
 export interface StatusCall {
@@ -58,6 +59,8 @@ export type FromWorker =
   | { readonly _tag: "Drained" }
   /** Log records, written by the main thread's logger (one format, one output, the worker's index among the fields). */
   | { readonly _tag: "Logs"; readonly records: ReadonlyArray<WorkerLogRecord> }
+  /** The records of traced connections that ended since the last batch, for the main thread to export. */
+  | { readonly _tag: "Traces"; readonly traces: ReadonlyArray<ConnectionTrace> }
 
 /** A change to a worker's sessions, for the main thread's registry. */
 export type SessionEvent =
@@ -78,6 +81,8 @@ export interface WorkerData {
   readonly bans: ReadonlyArray<Ban>
   readonly states: ReadonlyArray<readonly [string, ServerState]>
   readonly log: { readonly format: "pretty" | "json"; readonly level: string; readonly colors: boolean }
+  /** Connection tracing (`[telemetry.traces]`): the ping sampling ratio; undefined when traces are off. */
+  readonly tracing: { readonly samplingRatio: number } | undefined
   /** Whether test-only messages (Crash) are honoured. */
   readonly testHooks: boolean
 }
