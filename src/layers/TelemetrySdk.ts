@@ -156,9 +156,14 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
               })
             })
           }
+          // Every configured server has a count, 0 included (the registry lists only servers with players).
+          const counts = yield* registry.counts
+          const players = new Map<string, number>()
+          for (const id of snapshot.servers.keys()) players.set(id, counts.get(id) ?? 0)
+          for (const [id, count] of counts) players.set(id, count)
           return {
             totals: yield* stats.totals,
-            players: yield* registry.counts,
+            players,
             bytes: yield* registry.bytesByServer,
             states,
             health,
