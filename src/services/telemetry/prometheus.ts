@@ -8,7 +8,7 @@ import { MetricReader, type MetricProducer } from "@opentelemetry/sdk-metrics"
 
 /** Collects on demand: nothing is pushed anywhere. */
 export class ScrapeReader extends MetricReader {
-  private readonly serializer = new PrometheusSerializer("", false)
+  private readonly serializer = new PrometheusSerializer("", false, undefined, false, true)
 
   constructor(producers: ReadonlyArray<MetricProducer>) {
     super({ metricProducers: [...producers] })
