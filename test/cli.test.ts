@@ -132,10 +132,14 @@ describe("--check", () => {
   })
 
   it("notes configured features that are not active yet", () => {
-    const dir = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:4318"`)
+    const dir = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true`)
     const result = runPortal(["--check", "--config", dir.configFile])
     expect(result.status).toBe(0)
-    expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\]: OpenTelemetry export is not active yet/)
+    expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\.traces\]: there is no endpoint: traces are not recorded/)
+    expect(result.stdout).toMatch(/\[telemetry\.metrics\]: there is no endpoint and no admin API: metrics go nowhere/)
+    // With an endpoint telemetry is active: nothing to note.
+    const exported = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:4318"`)
+    expect(runPortal(["--check", "--config", exported.configFile]).stdout).not.toMatch(/telemetry/)
   })
 
   it("warns about a client_only server without forwarding, and modern forwarding on a raw mode", () => {

@@ -1,5 +1,5 @@
 /**
- * Configured features that this build of Portal decodes and validates but does not run yet.
+ * Configured features that this build of Portal decodes and validates but does not run (yet, or in this configuration).
  * The startup log and `--check` list them so that nothing configured silently pretends to work.
  */
 import * as Duration from "effect/Duration"
@@ -36,7 +36,13 @@ export const inactiveFeatures = (
     if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
     else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
   }
-  if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
+  const telemetry = global.telemetry
+  if (telemetry?.enabled === true && telemetry.endpoint === undefined) {
+    const api = global.web?.enable_api === true
+    if (telemetry.traces.enabled) add("[telemetry.traces]", "there is no endpoint: traces are not recorded")
+    if (telemetry.metrics.enabled && !api) add("[telemetry.metrics]", "there is no endpoint and no admin API: metrics go nowhere")
+    else if (telemetry.metrics.enabled) add("[telemetry.metrics]", "there is no endpoint: metrics are only served at /api/v1/metrics")
+  }
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
   if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
     add("[permissions]", "proxy commands are not active yet")
