@@ -3,7 +3,8 @@
  * `npm run bench`: runs every scenario against the backend directly, HAProxy, Portal passthrough and Portal
  * zero_copy (and the native game load and the connection rate against Portal offline and client_only too),
  * interleaved over several rounds, and prints the Markdown report (also written to
- * bench/results/latest.md, with every sample in bench/results/latest.json).
+ * bench/results/latest.md, with every sample in bench/results/latest.json). The connection rate is also measured
+ * against Portal passthrough with `[telemetry]` on, exporting to a local OTLP receiver (otlpReceiver.mjs).
  * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
  * `--only bulk,rate`: those scenarios only. `--rounds N`: N rounds instead of 5 (a quicker, noisier run that writes
  * no file unless `--out` is given). `--targets haproxy,passthrough`: those targets only (direct, haproxy,
@@ -128,10 +129,13 @@ const main = async () => {
   const backendChild = fork(fileURLToPath(new URL("./backend.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
   /** @type {Awaited<ReturnType<typeof startNativeEcho>> | undefined} */
   let nativeEcho
+  /** @type {import("node:child_process").ChildProcess | undefined} */
+  let receiverChild
   const stopAll = async () => {
     await Promise.all(started.map((target) => target.stop()))
     await nativeEcho?.stop()
     backendChild.kill()
+    receiverChild?.kill()
     rmSync(dir, { recursive: true, force: true })
   }
   for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
@@ -182,6 +186,20 @@ const main = async () => {
         targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
       }
     }
+    // The telemetry row: passthrough again, exporting traces and metrics (the defaults) over OTLP/gRPC to a receiver
+    // that runs beside the load.
+    /** @type {Array<import("./targets.mjs").Target>} */
+    const telemetryTargets = []
+    /** @type {{ ask: (cmd: string, args?: Record<string, unknown>) => Promise<any> } | undefined} */
+    let receiver
+    if (chosen.includes("passthrough") && only.includes("rate")) {
+      receiverChild = fork(fileURLToPath(new URL("./otlpReceiver.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      if (pinned && receiverChild.pid !== undefined) pin(receiverChild.pid, LOAD_CPU)
+      receiver = client(receiverChild, "OTLP receiver")
+      const receiverPort = await receiver.ask("listen")
+      const telemetry = `\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${receiverPort}"\nprotocol = "grpc"\n`
+      telemetryTargets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry }))
+    }
     /** @type {Array<import("./targets.mjs").Target>} */
     const packetTargets = []
     const sessionServer = chosen.includes("client_only") ? `http://127.0.0.1:${await backend.ask("sessionService")}` : undefined
@@ -195,7 +213,7 @@ const main = async () => {
     // The client_only game load logs in online, which needs the native load built with libcrypto.
     const gameNativeTargets = [...targets, ...packetTargets.filter((target) => target.name !== "client_only" || ("crypto" in nativeLoad && nativeLoad.crypto))]
     if (chosen.includes("client_only") && "binary" in nativeLoad && !nativeLoad.crypto) say("the client_only native game rows are n/a: the native load was built without libcrypto")
-    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
+    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...telemetryTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
     const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
@@ -229,7 +247,7 @@ const main = async () => {
       if (target !== haproxySplice) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
-    for (const target of packetTargets) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
+    for (const target of [...packetTargets, ...telemetryTargets]) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
     if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
     if (only.includes("bulk") && pinned) {
       // Reference rows: the same relay with nothing pinned, as on a host where the proxy shares its cores with the
@@ -251,7 +269,10 @@ const main = async () => {
       const native = { backend: { ask: nativeEcho.ask }, backendPid: nativeEcho.pid }
       await interleave("gameNative", gameNativeTargets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
     }
-    if (only.includes("rate")) await interleave("rate", [...targets, ...packetTargets], PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    if (only.includes("rate")) {
+      await interleave("rate", [...targets, ...packetTargets, ...telemetryTargets], PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    }
+    const received = receiver === undefined ? undefined : await receiver.ask("snapshot")
     if (only.includes("status")) {
       await interleave("status", targets, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
       // The cache is global to a Portal process: restart both with a TTL that makes nearly every ping ask the backend.
@@ -286,6 +307,11 @@ const main = async () => {
         ("binary" in nativeLoad
           ? `the rows "2. Game-shaped load, native load" from the same traffic generated and echoed in C (bench/native/gameload.c), which the latency targets use.`
           : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
+      received === undefined
+        ? "- Telemetry row: not run (it needs the passthrough target and the rate scenario)."
+        : `- Telemetry row: Portal passthrough with \`[telemetry]\` enabled and its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
+          `exporting over OTLP/gRPC to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
+          `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run).`,
       `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
       ...repeatNote(repeats)
     ]

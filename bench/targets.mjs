@@ -75,11 +75,13 @@ export const directTarget = (backendPort, nativeEchoPort) => ({
 /**
  * With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend. The packet modes forward
  * the player with `legacy` forwarding (a client_only setup forwards the skin); client_only asks `sessionServer`.
- * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | undefined, nodeFlags: Array<string>, sessionServer?: string }} spec
+ * `telemetry`: a `[telemetry]` table to add to proxy.toml; the target is then named `<mode>_telemetry`.
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | undefined, nodeFlags: Array<string>, sessionServer?: string, telemetry?: string }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {
-  const dir = path.join(spec.dir, `portal-${spec.mode}`)
+  const name = spec.telemetry === undefined ? spec.mode : `${spec.mode}_telemetry`
+  const dir = path.join(spec.dir, `portal-${name}`)
   mkdirSync(path.join(dir, "servers"), { recursive: true })
   const packet = spec.mode === "offline" || spec.mode === "client_only"
   const server = (/** @type {string} */ domain, /** @type {number} */ backendPort) =>
@@ -88,20 +90,20 @@ export const portalTarget = async (spec) => {
   if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
-    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n`)
+    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n${spec.telemetry ?? ""}`)
     return startProcess({
-      name: `Portal ${spec.mode}`,
+      name: `Portal ${name}`,
       command: process.execPath,
       args: [...PORTAL_NODE_FLAGS, ...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
       port: spec.port,
-      logFile: path.join(spec.dir, `portal-${spec.mode}.log`),
+      logFile: path.join(spec.dir, `portal-${name}.log`),
       cpu: spec.cpu,
       env: spec.sessionServer === undefined ? {} : { PORTAL_SESSION_SERVER: spec.sessionServer }
     })
   }
   let running = await start(DEFAULT_STATUS_TTL)
   return {
-    name: spec.mode,
+    name,
     port: spec.port,
     ...(spec.nativeEchoPort === undefined
       ? {}

@@ -2,22 +2,19 @@
  * Telemetry with the OpenTelemetry SDK: loaded by layers/Telemetry.ts only when `[telemetry]` is enabled.
  *
  * - Traces: the connection path's records (services/telemetry/connectionTrace.ts), from this thread or from worker
- *   threads' messages, are queued (bounded), turned into spans in a batch per turn of the event loop
- *   (telemetry/spans.ts) and exported by a BatchSpanProcessor over OTLP. Pings are sampled at `sampling_ratio`,
- *   logins always.
+ *   threads' messages, are queued (bounded) and exported in batches, each record a connection's spans
+ *   (telemetry/otlpTraces.ts), over the SDK's OTLP transport. Pings are sampled at `sampling_ratio`, logins always.
  * - Metrics: observable instruments over the counters the proxy keeps, and the duration histograms from Stats' shared
  *   rows (telemetry/metrics.ts), pushed every `export_interval` over OTLP and served in Prometheus' text format to the
  *   admin API (telemetry/prometheus.ts).
  * - The resource: `[telemetry.resource]` service name and version, `service.instance.id` (new each start) and
- *   `host.name`; @effect/opentelemetry builds it and the tracer provider.
+ *   `host.name`, as @effect/opentelemetry builds it (with `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` read
+ *   as it reads them).
  * - Exports are bounded in time and in flight; failures are logged at most once a minute; at shutdown what is pending
  *   is flushed within SHUTDOWN_TIMEOUT.
  */
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelResource from "@effect/opentelemetry/Resource"
-import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { MeterProvider, type MetricReader, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import { AlwaysOnSampler, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -39,20 +36,19 @@ import { type ConnectionTrace, makeTracing } from "../services/telemetry/connect
 import { makeExportFailures } from "../services/telemetry/exportFailures.js"
 import { EXPORT_TIMEOUT_MS, metricExporter, type OtlpTarget, traceExporter } from "../services/telemetry/exporters.js"
 import { DurationHistograms, type MetricsReading, registerInstruments } from "../services/telemetry/metrics.js"
+import { TraceEncoder } from "../services/telemetry/otlpTraces.js"
 import { ScrapeReader } from "../services/telemetry/prometheus.js"
-import { writeSpans } from "../services/telemetry/spans.js"
 import { WorkerCensus } from "../services/WorkerPool.js"
 
 type TelemetryConfig = NonNullable<GlobalConfig["telemetry"]>
 
 /** How long a shutdown waits for pending spans and the last metrics to be exported. */
 export const SHUTDOWN_TIMEOUT = Duration.seconds(5)
-/** Finished connections waiting to become spans; beyond this, records are dropped (and the drop reported). */
-const MAX_PENDING_TRACES = 8192
-/** The span processor's queue and batch (spans; a login makes about six). */
-const SPAN_QUEUE = 16384
-const SPAN_BATCH = 1024
-const SPAN_DELAY_MS = 1000
+/** Finished connections waiting to be exported; beyond this, records are dropped (and the drop reported). */
+const MAX_PENDING_TRACES = 16384
+/** Records per export request (a login's are about 1 KiB), and how long a record may wait for a full batch. */
+const TRACE_BATCH = 512
+const TRACE_DELAY_MS = 1000
 
 const describeTarget = (target: OtlpTarget) => `OTLP/${target.protocol === "grpc" ? "gRPC" : "HTTP"} to ${target.endpoint}`
 
@@ -72,11 +68,13 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
 
       const target: OtlpTarget | undefined = config.endpoint === undefined ? undefined : { endpoint: config.endpoint, protocol: config.protocol }
       const failures = makeExportFailures(config.endpoint ?? "(no endpoint)", runFork)
-      const resourceLayer = OtelResource.layer({
-        serviceName: config.resource.service_name,
-        serviceVersion: config.resource.service_version,
-        attributes: { "service.instance.id": randomUUID(), "host.name": hostname() }
-      })
+      const resourceLayer = OtelResource.layerFromEnv(
+        OtelResource.configToAttributes({
+          serviceName: config.resource.service_name,
+          serviceVersion: config.resource.service_version,
+          attributes: { "service.instance.id": randomUUID(), "host.name": hostname() }
+        })
+      )
       const resource = Context.get(yield* Layer.build(resourceLayer), OtelResource.Resource)
 
       // Traces: only where they go somewhere.
@@ -86,30 +84,27 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
         exportTraces: () => {}
       }
       if (config.traces.enabled && target !== undefined) {
-        const processor = new BatchSpanProcessor(traceExporter(target, failures), {
-          maxQueueSize: SPAN_QUEUE,
-          maxExportBatchSize: SPAN_BATCH,
-          scheduledDelayMillis: SPAN_DELAY_MS,
-          exportTimeoutMillis: EXPORT_TIMEOUT_MS
-        })
-        const tracerLayer = OtelTracer.layerTracer.pipe(
-          Layer.provideMerge(NodeSdk.layerTracerProvider(processor, { sampler: new AlwaysOnSampler(), shutdownTimeout: SHUTDOWN_TIMEOUT })),
-          Layer.provide(Layer.succeed(OtelResource.Resource, resource))
-        )
-        const tracer = Context.get(yield* Layer.build(tracerLayer), OtelTracer.OtelTracer)
+        const attributes: Record<string, string> = {}
+        for (const [key, value] of Object.entries(resource.attributes)) if (value !== undefined) attributes[key] = String(value)
+        const exporter = traceExporter(target, new TraceEncoder({ attributes, scope: { name: "portal", version: config.resource.service_version } }), failures)
 
-        // Records become spans in batches, outside the callbacks that finished them; bounded.
+        // Finished records wait for a full batch or a second, whichever comes first; bounded.
         let pending: Array<ConnectionTrace> = []
-        let scheduled = false
+        let timer: NodeJS.Timeout | undefined
         let dropped = 0
-        const drain = () => {
-          scheduled = false
-          const batch = pending
-          pending = []
-          for (const record of batch) writeSpans(tracer, record)
+        const flush = () => {
+          clearTimeout(timer)
+          timer = undefined
           if (dropped > 0) {
             failures.failed("traces", `${dropped} connection trace(s) dropped: more finished than could be exported`)
             dropped = 0
+          }
+          if (pending.length === 0) return
+          const batch = pending
+          pending = []
+          for (let start = 0; start < batch.length; start += TRACE_BATCH) {
+            // Failures are reported by the exporter (at most once a minute); a failed batch is not retried here.
+            exporter.export(batch.length <= TRACE_BATCH ? batch : batch.slice(start, start + TRACE_BATCH), () => {})
           }
         }
         const enqueue = (record: ConnectionTrace) => {
@@ -118,13 +113,18 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
             return
           }
           pending.push(record)
-          if (!scheduled) {
-            scheduled = true
-            setImmediate(drain)
-          }
+          if (pending.length >= TRACE_BATCH) flush()
+          else if (timer === undefined) timer = setTimeout(flush, TRACE_DELAY_MS).unref()
         }
-        // Runs before the tracer provider's own shutdown (built above), which flushes the spans made here.
-        yield* Effect.addFinalizer(() => Effect.sync(drain))
+        // At shutdown: what is pending goes, and the exports in flight are waited for (bounded).
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(flush).pipe(
+            Effect.zipRight(Effect.promise(() => exporter.forceFlush().then(() => exporter.shutdown()))),
+            Effect.ignore,
+            Effect.interruptible,
+            Effect.timeoutOption(SHUTDOWN_TIMEOUT)
+          )
+        )
         tracing = {
           dataPlane: makeTracing(config.traces.sampling_ratio, 0, enqueue),
           workerTracing: { samplingRatio: config.traces.sampling_ratio },

@@ -60,9 +60,9 @@ describe("telemetry's code", () => {
   it("is loaded on demand by the telemetry layer, which does reach it", () => {
     expect(readFileSync(path.join(SRC, "layers", "Telemetry.ts"), "utf8")).toMatch(/import\("\.\/TelemetrySdk\.js"\)/)
     const { files, packages } = walk(path.join(SRC, "layers", "TelemetrySdk.ts"))
-    expect(files).toContain(path.join("services", "telemetry", "spans.ts"))
+    expect(files).toContain(path.join("services", "telemetry", "otlpTraces.ts"))
     expect(packages).toContain("@opentelemetry/sdk-metrics")
-    expect(packages).toContain("@effect/opentelemetry/NodeSdk")
+    expect(packages).toContain("@effect/opentelemetry/Resource")
   })
 
   const modulesOfARun = async (telemetry: string) => {

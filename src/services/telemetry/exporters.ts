@@ -1,15 +1,20 @@
 /**
  * The OTLP exporters of `[telemetry]`: gRPC (`protocol = "grpc"`) or HTTP with protobuf bodies (`"http"`), to
- * `endpoint`. Each is bounded (a time limit per export, a limit on exports in flight, beyond which a batch is
- * dropped) and reports its failures to ExportFailures; nothing here is ever waited for by a connection.
+ * `endpoint`. Metrics go through the SDK's metric exporters; connection traces through the same OTLP transport the
+ * SDK's trace exporters use (its export delegate: the gRPC or HTTP client, the time limit per export, the limit on
+ * exports in flight beyond which a batch is dropped), with Portal's own encoding of the request (otlpTraces.ts says
+ * why). Each reports its failures to ExportFailures; nothing here is ever waited for by a connection.
  */
 import { OTLPMetricExporter as GrpcMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
 import { OTLPMetricExporter as HttpMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto"
-import { OTLPTraceExporter as GrpcTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"
-import { OTLPTraceExporter as HttpTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto"
+import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base"
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http"
+import { convertLegacyOtlpGrpcOptions, createOtlpGrpcExportDelegate } from "@opentelemetry/otlp-grpc-exporter-base"
+import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer"
 import type { PushMetricExporter } from "@opentelemetry/sdk-metrics"
-import type { SpanExporter } from "@opentelemetry/sdk-trace-base"
+import type { ConnectionTrace } from "./connectionTrace.js"
 import type { ExportFailures } from "./exportFailures.js"
+import type { TraceEncoder } from "./otlpTraces.js"
 
 /** How long one export may take before it counts as failed (ms). */
 export const EXPORT_TIMEOUT_MS = 5_000
@@ -34,7 +39,7 @@ interface ExportResult {
   readonly error?: Error
 }
 
-/** Reports every failed export of `exporter` (its results still go to the SDK, which drops the batch). */
+/** Reports every failed export of `exporter` (its results still go to whoever exported). */
 const reportingFailures = <E extends { export: (items: any, done: (result: ExportResult) => void) => void }>(
   exporter: E,
   what: string,
@@ -49,12 +54,38 @@ const reportingFailures = <E extends { export: (items: any, done: (result: Expor
   return exporter
 }
 
-export const traceExporter = (target: OtlpTarget, failures: ExportFailures): SpanExporter => {
-  const config = { url: signalUrl(target, "traces"), timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: CONCURRENCY_LIMIT }
-  return reportingFailures(target.protocol === "grpc" ? new GrpcTraceExporter(config) : new HttpTraceExporter(config), "traces", failures)
-}
-
 export const metricExporter = (target: OtlpTarget, failures: ExportFailures): PushMetricExporter => {
   const config = { url: signalUrl(target, "metrics"), timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: CONCURRENCY_LIMIT }
   return reportingFailures(target.protocol === "grpc" ? new GrpcMetricExporter(config) : new HttpMetricExporter(config), "metrics", failures)
+}
+
+/** Connection traces, a batch of records per request. */
+export type TraceExporter = OTLPExporterBase<ReadonlyArray<ConnectionTrace>>
+
+export const traceExporter = (target: OtlpTarget, encoder: TraceEncoder, failures: ExportFailures): TraceExporter => {
+  const config = { url: signalUrl(target, "traces"), timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: CONCURRENCY_LIMIT }
+  const serializer = {
+    serializeRequest: (records: ReadonlyArray<ConnectionTrace>) => encoder.encode(records),
+    deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data)
+  }
+  const counting = { name: "span" as const, countItems: (records: ReadonlyArray<ConnectionTrace>) => records.length }
+  const delegate =
+    target.protocol === "grpc"
+      ? createOtlpGrpcExportDelegate(
+          convertLegacyOtlpGrpcOptions(config, "TRACES"),
+          serializer,
+          "portal_connection_trace_exporter",
+          counting,
+          undefined,
+          "TraceExportService",
+          "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+        )
+      : createOtlpHttpExportDelegate(
+          convertLegacyHttpOptions(config, "TRACES", "v1/traces", { "Content-Type": "application/x-protobuf" }),
+          serializer,
+          "portal_connection_trace_exporter",
+          counting,
+          undefined
+        )
+  return reportingFailures(new OTLPExporterBase(delegate), "traces", failures)
 }
