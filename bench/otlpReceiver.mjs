@@ -35,5 +35,8 @@ serve({
     new Promise((resolve, reject) =>
       server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)))
     ),
-  snapshot: () => ({ requests, bytes })
+  snapshot: () => {
+    const cpu = process.cpuUsage()
+    return { requests, bytes, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
+  }
 })

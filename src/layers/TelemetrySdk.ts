@@ -44,8 +44,6 @@ type TelemetryConfig = NonNullable<GlobalConfig["telemetry"]>
 
 /** How long a shutdown waits for pending spans and the last metrics to be exported. */
 export const SHUTDOWN_TIMEOUT = Duration.seconds(5)
-/** Finished connections waiting to be exported; beyond this, records are dropped (and the drop reported). */
-const MAX_PENDING_TRACES = 16384
 /** Records per export request (a login's are about 1 KiB), and how long a record may wait for a full batch. */
 const TRACE_BATCH = 512
 const TRACE_DELAY_MS = 1000
@@ -86,34 +84,22 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
       if (config.traces.enabled && target !== undefined) {
         const attributes: Record<string, string> = {}
         for (const [key, value] of Object.entries(resource.attributes)) if (value !== undefined) attributes[key] = String(value)
-        const exporter = traceExporter(target, new TraceEncoder({ attributes, scope: { name: "portal", version: config.resource.service_version } }), failures)
+        const exporter = traceExporter(target, failures)
+        const encoder = new TraceEncoder({ attributes, scope: { name: "portal", version: config.resource.service_version } }, TRACE_BATCH)
 
-        // Finished records wait for a full batch or a second, whichever comes first; bounded.
-        let pending: Array<ConnectionTrace> = []
+        // Records are encoded as they arrive; a request goes when it holds a batch, or after a second.
         let timer: NodeJS.Timeout | undefined
-        let dropped = 0
         const flush = () => {
           clearTimeout(timer)
           timer = undefined
-          if (dropped > 0) {
-            failures.failed("traces", `${dropped} connection trace(s) dropped: more finished than could be exported`)
-            dropped = 0
-          }
-          if (pending.length === 0) return
-          const batch = pending
-          pending = []
-          for (let start = 0; start < batch.length; start += TRACE_BATCH) {
-            // Failures are reported by the exporter (at most once a minute); a failed batch is not retried here.
-            exporter.export(batch.length <= TRACE_BATCH ? batch : batch.slice(start, start + TRACE_BATCH), () => {})
-          }
+          const request = encoder.take()
+          // Bounded by the exporter: beyond its exports in flight a request is dropped, and the failure reported
+          // (at most once a minute). A failed request is not retried here.
+          if (request !== undefined) exporter.export(request, () => {})
         }
         const enqueue = (record: ConnectionTrace) => {
-          if (pending.length >= MAX_PENDING_TRACES) {
-            dropped += 1
-            return
-          }
-          pending.push(record)
-          if (pending.length >= TRACE_BATCH) flush()
+          encoder.append(record)
+          if (encoder.pending >= TRACE_BATCH) flush()
           else if (timer === undefined) timer = setTimeout(flush, TRACE_DELAY_MS).unref()
         }
         // At shutdown: what is pending goes, and the exports in flight are waited for (bounded).

@@ -12,9 +12,7 @@ import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentel
 import { convertLegacyOtlpGrpcOptions, createOtlpGrpcExportDelegate } from "@opentelemetry/otlp-grpc-exporter-base"
 import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer"
 import type { PushMetricExporter } from "@opentelemetry/sdk-metrics"
-import type { ConnectionTrace } from "./connectionTrace.js"
 import type { ExportFailures } from "./exportFailures.js"
-import type { TraceEncoder } from "./otlpTraces.js"
 
 /** How long one export may take before it counts as failed (ms). */
 export const EXPORT_TIMEOUT_MS = 5_000
@@ -59,16 +57,17 @@ export const metricExporter = (target: OtlpTarget, failures: ExportFailures): Pu
   return reportingFailures(target.protocol === "grpc" ? new GrpcMetricExporter(config) : new HttpMetricExporter(config), "metrics", failures)
 }
 
-/** Connection traces, a batch of records per request. */
-export type TraceExporter = OTLPExporterBase<ReadonlyArray<ConnectionTrace>>
+/** Connection traces: each export is one request, already encoded (otlpTraces.ts). */
+export type TraceExporter = OTLPExporterBase<Uint8Array>
 
-export const traceExporter = (target: OtlpTarget, encoder: TraceEncoder, failures: ExportFailures): TraceExporter => {
+export const traceExporter = (target: OtlpTarget, failures: ExportFailures): TraceExporter => {
   const config = { url: signalUrl(target, "traces"), timeoutMillis: EXPORT_TIMEOUT_MS, concurrencyLimit: CONCURRENCY_LIMIT }
   const serializer = {
-    serializeRequest: (records: ReadonlyArray<ConnectionTrace>) => encoder.encode(records),
+    serializeRequest: (request: Uint8Array) => request,
     deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data)
   }
-  const counting = { name: "span" as const, countItems: (records: ReadonlyArray<ConnectionTrace>) => records.length }
+  // Counts for the SDK's own exporter metrics, which are not enabled here.
+  const counting = { name: "span" as const, countItems: () => 1 }
   const delegate =
     target.protocol === "grpc"
       ? createOtlpGrpcExportDelegate(

@@ -89,7 +89,11 @@ export class TraceEncoder {
   private readonly resource: Buffer
   private readonly scope: Buffer
 
-  constructor(resource: TraceResource) {
+  /** `expected`: records a request usually holds (its first buffer's size follows). */
+  constructor(
+    resource: TraceResource,
+    private readonly expected = 512
+  ) {
     const writer = new ProtoWriter(4096)
     // ResourceSpans.resource (1): Resource { attributes (1) }
     const at = writer.open(1)
@@ -112,19 +116,36 @@ export class TraceEncoder {
     this.scope = Buffer.from(writer.finish())
   }
 
-  /** One ExportTraceServiceRequest with every span of `records`. */
-  encode(records: ReadonlyArray<ConnectionTrace>): Uint8Array {
-    const writer = this.writer
-    // A fresh buffer per request: the transport holds the last one until it is sent. A login's spans take ~1.3 KiB.
-    writer.reset(1024 + records.length * 1536)
-    const resourceSpans = writer.open(1)
-    writer.raw(this.resource)
-    const scopeSpans = writer.open(2)
-    writer.raw(this.scope)
-    for (const record of records) this.record(record)
-    writer.close(scopeSpans)
-    writer.close(resourceSpans)
-    return writer.finish()
+  /** Records in the request being written. */
+  pending = 0
+  private resourceSpans = 0
+  private scopeSpans = 0
+
+  /**
+   * Adds a record's spans to the request being written (one is begun if none is): records are encoded as they
+   * arrive, so that none waits for its batch as an object (which would carry it into the old generation).
+   */
+  append(record: ConnectionTrace): void {
+    if (this.pending === 0) {
+      const writer = this.writer
+      // A fresh buffer per request: the transport holds the last one until it is sent. A login's spans take ~1.3 KiB.
+      writer.reset(this.expected * 1536 + 1024)
+      this.resourceSpans = writer.open(1)
+      writer.raw(this.resource)
+      this.scopeSpans = writer.open(2)
+      writer.raw(this.scope)
+    }
+    this.record(record)
+    this.pending += 1
+  }
+
+  /** The request written so far, an ExportTraceServiceRequest; undefined when no record was added since the last. */
+  take(): Uint8Array | undefined {
+    if (this.pending === 0) return undefined
+    this.writer.close(this.scopeSpans)
+    this.writer.close(this.resourceSpans)
+    this.pending = 0
+    return this.writer.finish()
   }
 
   // -- attributes (Span.attributes, field 9: KeyValue { key 1, value 2: AnyValue { string 1 | int 3 } })
@@ -133,6 +154,7 @@ export class TraceEncoder {
     if (value === undefined) return
     const writer = this.writer
     const keyBytes = keyOf(key)
+    if (writer.shortStringKeyValue(9, keyBytes, value)) return
     // Short ASCII values (almost all): every length below is one byte, and the value's length is its byte length.
     const length = value.length < 0x60 && isAscii(value) ? value.length : Buffer.byteLength(value)
     const any = 1 + varintSize(length) + length
@@ -230,17 +252,13 @@ export class TraceEncoder {
     this.intAttribute("portal.worker", record.worker)
     this.end(root, rootError)
 
-    if (!Number.isNaN(record.handshakeEnd)) {
-      const span = this.begin(record, traceId, this.ids.take(8), rootId, "minecraft.handshake", KIND_INTERNAL, record.start, record.handshakeEnd)
-      this.stringAttribute("minecraft.handshake.next_state", record.handshake)
-      if (record.protocolVersion > 0) this.intAttribute("minecraft.protocol_version", record.protocolVersion)
-      this.end(span, undefined)
-    }
+    // What the handshake said is on the root span (next state, protocol version, server address).
+    if (!Number.isNaN(record.handshakeEnd)) this.child(record, traceId, rootId, "minecraft.handshake", record.start, record.handshakeEnd, undefined)
     if (!Number.isNaN(record.statusStart)) {
       this.child(record, traceId, rootId, "minecraft.status", record.statusStart, record.statusEnd, undefined, "portal.status.source", record.statusSource, "portal.server.state", record.statusState)
     }
     if (!Number.isNaN(record.admissionStart)) {
-      this.child(record, traceId, rootId, "portal.admission", record.admissionStart, record.admissionEnd, undefined, "portal.admission.result", record.admission, "minecraft.player.name", record.player)
+      this.child(record, traceId, rootId, "portal.admission", record.admissionStart, record.admissionEnd, undefined, "portal.admission.result", record.admission)
     }
     if (!Number.isNaN(record.wakeStart)) {
       const error = record.wake === "online" ? undefined : `the server is ${record.wake ?? "not online"}`
@@ -257,7 +275,6 @@ export class TraceEncoder {
       const host = colon < 0 || !Number.isInteger(port) ? attempt.address : attempt.address.slice(0, colon).replace(/^\[(.*)\]$/, "$1")
       this.stringAttribute("server.address", host)
       if (colon >= 0 && Number.isInteger(port)) this.intAttribute("server.port", port)
-      this.stringAttribute("network.transport", "tcp")
       this.stringAttribute("portal.connect.result", attempt.error === undefined ? "ok" : "failed")
       this.stringAttribute("error.type", attempt.error)
       this.end(span, attempt.error)

@@ -97,6 +97,38 @@ export class ProtoWriter {
     this.string(value)
   }
 
+  /**
+   * A KeyValue field (`field`) with a string value, written in one pass where every length is one byte (a short
+   * ASCII value, as nearly all are): `key` is the key's field, encoded beforehand. False when it is not such a
+   * value (nothing is written then).
+   */
+  shortStringKeyValue(field: number, key: Uint8Array, value: string): boolean {
+    const length = value.length
+    const keyLength = key.length
+    // tag, kv length, key, AnyValue tag, AnyValue length, string tag, string length, string
+    const kv = keyLength + 4 + length
+    if (kv >= 0x80 || field >= 16) return false
+    this.ensure(kv + 2)
+    const buffer = this.buffer
+    const start = this.position
+    let at = start + 2 + keyLength + 4
+    for (let index = 0; index < length; index++) {
+      const code = value.charCodeAt(index)
+      if (code >= 0x80) return false
+      buffer[at++] = code
+    }
+    buffer[start] = (field << 3) | LENGTH_DELIMITED
+    buffer[start + 1] = kv
+    for (let index = 0; index < keyLength; index++) buffer[start + 2 + index] = key[index]!
+    at = start + 2 + keyLength
+    buffer[at] = (2 << 3) | LENGTH_DELIMITED
+    buffer[at + 1] = length + 2
+    buffer[at + 2] = (1 << 3) | LENGTH_DELIMITED
+    buffer[at + 3] = length
+    this.position = start + 2 + kv
+    return true
+  }
+
   /** Bytes encoded beforehand (a constant field), as they are. */
   raw(bytes: Uint8Array): void {
     this.copy(bytes, 0, bytes.length)
