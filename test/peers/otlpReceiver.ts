@@ -85,6 +85,13 @@ const millis = (nanos: string): number => Number(BigInt(nanos) / 1000n) / 1000
 
 const hex = (bytes: Buffer | Uint8Array | undefined): string => (bytes === undefined ? "" : Buffer.from(bytes).toString("hex"))
 
+/** Decodes an ExportTraceServiceRequest with the official definitions (as the receivers do). */
+export const decodeTraceRequest = (bytes: Uint8Array): OtlpStore => {
+  const store = new OtlpStore()
+  store.addTraces(decodeTraces(Buffer.from(bytes)))
+  return store
+}
+
 export class OtlpStore {
   readonly spans: Array<ReceivedSpan> = []
   readonly points: Array<ReceivedPoint> = []
