@@ -1,10 +1,12 @@
 // @ts-check
 /**
  * The OTLP receiver of the telemetry row, a forked child: an OTLP/gRPC endpoint (the trace and metrics services'
- * Export methods) that takes every request and answers an empty success, as a collector would, without decoding:
- * the row measures what telemetry costs Portal, not the receiver. It counts requests and bytes.
+ * Export methods) and an OTLP/HTTP one (`/v1/traces`, `/v1/metrics`), each taking every request and answering an
+ * empty success, as a collector would, without decoding: the row measures what telemetry costs Portal, not the
+ * receiver. It counts requests, bytes and its own CPU.
  */
 import * as grpc from "@grpc/grpc-js"
+import { createServer } from "node:http"
 import { serve } from "./ipc.mjs"
 
 const METHODS = [
@@ -30,7 +32,17 @@ for (const method of METHODS) {
   )
 }
 
+const http = createServer((request, response) => {
+  request.on("data", (chunk) => (bytes += chunk.length))
+  request.on("end", () => {
+    requests += 1
+    response.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+  })
+})
+
 serve({
+  listenHttp: () =>
+    new Promise((resolve) => http.listen(0, "127.0.0.1", () => resolve(/** @type {import("node:net").AddressInfo} */ (http.address()).port))),
   listen: () =>
     new Promise((resolve, reject) =>
       server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port)))
