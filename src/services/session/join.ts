@@ -21,7 +21,7 @@ import { encodeFrame } from "../../protocol/framing.js"
 import { encodeLoginDisconnectBody } from "../../protocol/loginPackets.js"
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RelayDataPlane } from "../Relay.js"
-import type { ChannelContext, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
+import type { ChannelContext, ChannelNetwork, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
 import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { relayTimeouts } from "../relay/watchdog.js"
@@ -36,8 +36,10 @@ export interface JoinServices {
   readonly forwarding: Pick<Forwarding, "backendHandshake" | "modernSecret">
   readonly balancer: BalancerDataPlane
   readonly relay: RelayDataPlane
-  /** The BungeeCord channel of the packet modes reads player lists and counts. */
-  readonly registry: PlayerRegistryDataPlane
+  /** The BungeeCord channel of the packet modes reads player counts... */
+  readonly registry: Pick<PlayerRegistryDataPlane, "countFor">
+  /** ...and looks up sessions and reaches players beyond this thread (workers) through this. */
+  readonly channel: ChannelNetwork
   /** Logs outside any fiber (the "left" line is written when a relay ends, long after the session's fiber). */
   readonly logDetached: (effect: Effect.Effect<void>) => void
   /** Whether info lines are logged at all: the "joined" and "left" lines are skipped cheaply when not. */
@@ -71,7 +73,7 @@ const packetProfile = (admitted: Admitted) => {
   return { name, uuid: offlineUuid(name), properties: [] }
 }
 
-export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, logDetached, infoLogged }: JoinServices): JoinPhase => {
+export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, channel: network, logDetached, infoLogged }: JoinServices): JoinPhase => {
   /** Lines about a packet session, with the connection's fields, written outside any fiber. */
   const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
     debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
@@ -117,7 +119,8 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const channel: ChannelContext | undefined = forwardingConfig.legacy_channel
       ? {
           permissions: forwardingConfig.channel_permissions,
-          sessions: registry.sessions,
+          lookup: network.lookup,
+          route: network.route,
           countFor: (id) => {
             const counted = snapshot.servers.get(id)
             return counted === undefined ? 0 : registry.countFor(counted)
