@@ -2,8 +2,9 @@
  * A worker thread's data plane: its listening socket, the session pipeline and the relays, built from replicas of
  * what the main thread owns (the configuration, the ban index, the servers' states), the state shared by every
  * thread (rate windows, handshakes in progress, connection and player counts, balancer state), and calls to the
- * main thread for what only it can do (wake a sleeping server, answer a ping from the status cache). The sessions it
- * admits are reported to the main thread's registry; the main thread can end one with a reason.
+ * main thread for what only it can do (wake a sleeping server, answer a ping from the status cache, look players up
+ * for the BungeeCord channel). The sessions it admits are reported to the main thread's registry; the main thread
+ * can end one with a reason, and hands it BungeeCord deliveries for its players.
  *
  * It loads no schema and no configuration file code: the configuration arrives decoded (workers/snapshotWire.ts).
  */
@@ -246,7 +247,13 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
           )
           return
         case "Channel":
-          post({ _tag: "ChannelDelivered", id: message.id, reached: deliverHere(message.delivery) })
+          // In a fiber, as EndSession: a failure is logged (not thrown from the port's handler), and answered.
+          runFork(
+            Effect.sync(() => deliverHere(message.delivery)).pipe(
+              Effect.catchAllCause((cause) => Effect.as(Effect.logError("a BungeeCord delivery failed", cause), [] as ReadonlyArray<string>)),
+              Effect.flatMap((reached) => Effect.sync(() => post({ _tag: "ChannelDelivered", id: message.id, reached })))
+            )
+          )
           return
         case "Reply":
           calls.settle(message.id, message.value)
