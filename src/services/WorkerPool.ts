@@ -176,7 +176,8 @@ const make = (options: WorkerPoolOptions) =>
       Stream.runForEach(() => Effect.flatMap(statesNow, (states) => Effect.sync(() => send({ _tag: "States", states })))),
       Effect.forkScoped
     )
-    // Bans: at once when one comes into force, and a comparison every half second for removals and edits.
+    // Bans: at once when the store says they changed (added or removed, through Portal or in the file), and a slow
+    // comparison as a safety net.
     let lastBans = ""
     const sendBans = Effect.flatMap(bans.list, (list) =>
       Effect.sync(() => {
@@ -187,7 +188,7 @@ const make = (options: WorkerPoolOptions) =>
       })
     )
     yield* Effect.flatMap(bans.subscribe, (changes) => Stream.runForEach(changes, () => sendBans)).pipe(Effect.forkScoped)
-    yield* sendBans.pipe(Effect.repeat(Schedule.spaced(Duration.millis(500))), Effect.forkScoped)
+    yield* sendBans.pipe(Effect.repeat(Schedule.spaced(Duration.seconds(5))), Effect.forkScoped)
 
     /** Calls to each worker: the byte counts of its sessions, for the registry's listing; channel deliveries. */
     const workerCalls = new Map<number, ReturnType<typeof makeCalls>>()
@@ -294,7 +295,9 @@ const make = (options: WorkerPoolOptions) =>
 
     /** Gives back what a worker that is gone held: its shared places and the registry's listing of its sessions. */
     const forget = (slot: Slot, index: number) => {
-      const released = shared.releaseWorker(index)
+      // The address table may be held for a moment by another thread: try again a few times until it is released.
+      let released = shared.releaseWorker(index)
+      for (let attempt = 0; released.handshakes === undefined && attempt < 20; attempt++) released = shared.releaseWorker(index)
       for (const { lease } of slot.sessions.values()) lease.release()
       slot.sessions.clear()
       workerCalls.get(index)?.failAll("the worker stopped")
