@@ -81,9 +81,10 @@ export interface PlayerRegistryDataPlane {
   /** Live sessions of one server, all threads (players being connected count too). */
   readonly countFor: (server: ServerDefinition) => number
   /**
-   * The live sessions' entries of this thread, of one server or (without `serverId`) all. A read for the BungeeCord
-   * channel of the packet modes (PlayerList, IPOther, UUIDOther, GetPlayerServer), which backends' plugins call now
-   * and then: it walks every session, so the hot path must not call it.
+   * The live sessions' entries this registry lists, of one server or (without `serverId`) all: on one thread every
+   * session; on the main thread with workers every worker's (`track`). A read for the BungeeCord channel of the
+   * packet modes (PlayerList, IPOther, UUIDOther, GetPlayerServer; workers ask the main thread), which backends'
+   * plugins call now and then: it walks every session, so the hot path must not call it.
    */
   readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
 }

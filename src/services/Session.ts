@@ -31,6 +31,7 @@ import { Relay } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
 import { MOJANG_SESSION_SERVER } from "./session/authentication.js"
+import { localNetwork } from "./relay/packet/channelNetwork.js"
 import { makePipeline } from "./session/pipeline.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
@@ -44,6 +45,7 @@ export { LEGACY_STATUS_PROTOCOL } from "./session/status.js"
 export class Session extends Effect.Service<Session>()("portal/Session", {
   effect: Effect.gen(function* () {
     const store = yield* ConfigStore
+    const registry = (yield* PlayerRegistry).dataPlane
     const handle = makePipeline({
       clock: yield* Effect.clock,
       snapshot: store.get,
@@ -52,7 +54,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       bans: (yield* BanStore).dataPlane,
       router: (yield* Router).dataPlane,
       balancer: (yield* Balancer).dataPlane,
-      registry: (yield* PlayerRegistry).dataPlane,
+      registry,
+      // One thread: every session is in this registry, every player relayed here.
+      channel: localNetwork(registry.sessions),
       status: yield* StatusService,
       manager: yield* ServerManager,
       backend: yield* Backend,

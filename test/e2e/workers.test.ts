@@ -31,23 +31,23 @@ const setup = async (global: string, server = "", options: { hold?: boolean; bac
 }
 
 /**
- * `count` logins as `p0`, `p1`, ... at most six at a time: more from one address at once would meet the bound on
+ * `count` logins as `p0`, `p1`, ... at most four at a time: more from one address at once would meet the bound on
  * handshakes in progress per address (eight), which is not what these tests are about.
  */
 const joinMany = async (port: number, count: number, host = "mc.example.com") => {
   const results: Array<Awaited<ReturnType<typeof join>>> = []
-  for (let start = 0; start < count; start += 6) {
-    const batch = Array.from({ length: Math.min(6, count - start) }, (_, i) => join(port, host, { username: `p${start + i}` }))
+  for (let start = 0; start < count; start += 4) {
+    const batch = Array.from({ length: Math.min(4, count - start) }, (_, i) => join(port, host, { username: `p${start + i}` }))
     results.push(...(await Promise.all(batch)))
   }
   return results
 }
 
-/** `count` pings, six at a time (see joinMany); each "ok" or "closed". */
+/** `count` pings, four at a time (see joinMany); each "ok" or "closed". */
 const pingMany = async (port: number, count: number, host = "mc.example.com") => {
   const results: Array<string> = []
-  for (let start = 0; start < count; start += 6) {
-    const batch = Array.from({ length: Math.min(6, count - start) }, () =>
+  for (let start = 0; start < count; start += 4) {
+    const batch = Array.from({ length: Math.min(4, count - start) }, () =>
       ping(port, host).then((answer) => reasonText(answer.description), () => "closed")
     )
     results.push(...(await Promise.all(batch)))

@@ -1,12 +1,14 @@
 /**
  * The BungeeCord channel's logic with in-memory sessions: every subchannel's answer (as BungeeCord writes it),
- * what goes to other players, permissions, and what is dropped. The wire side runs against real peers in
- * test/e2e/packetForwarding.test.ts.
+ * what goes to other players, permissions, and what is dropped; with worker threads, lookups answered later (in the
+ * order asked) and what this thread cannot deliver handed on, and deliveries other threads hand here. The wire side
+ * runs against real peers in test/e2e/packetForwarding.test.ts.
  */
 import { afterEach, describe, expect, it } from "vitest"
 import { CHANNEL_DEFAULTS } from "../../src/schema/GlobalConfig.js"
-import { type BungeePeer, handleBungeeRequest, liveSessions } from "../../src/services/relay/packet/bungee.js"
-import type { ChannelContext, ChannelSession } from "../../src/services/relay/packet/PacketStart.js"
+import { type BungeePeer, deliverHere, handleBungeeRequest, liveSessions, MAX_WAITING_LOOKUPS } from "../../src/services/relay/packet/bungee.js"
+import { localNetwork, lookupSessions, stillWanted } from "../../src/services/relay/packet/channelNetwork.js"
+import type { ChannelContext, ChannelDelivery, ChannelNetwork, ChannelSession } from "../../src/services/relay/packet/PacketStart.js"
 
 const utf = (text: string) => {
   const bytes = Buffer.from(text, "utf8")
@@ -62,9 +64,15 @@ const entries: Array<ChannelSession> = [
   { serverId: "games", clientAddress: "198.51.100.1", clientPort: 40000, name: "Carol", uuid: "33333333-3333-3333-3333-333333333333" }
 ]
 
-const context = (permissions: Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>> = {}): ChannelContext => ({
+const sessionsOf = (serverId?: string) => entries.filter((entry) => serverId === undefined || entry.serverId === serverId)
+
+type Permissions = Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>>
+
+/** One thread's context by default: lookups answered at once from `entries`, nothing routed. */
+const context = (permissions: Permissions = {}, network: ChannelNetwork = localNetwork(sessionsOf)): ChannelContext => ({
   permissions: { ...CHANNEL_DEFAULTS, ...permissions },
-  sessions: (serverId) => entries.filter((entry) => serverId === undefined || entry.serverId === serverId),
+  lookup: network.lookup,
+  route: network.route,
   countFor: (serverId) => entries.filter((entry) => entry.serverId === serverId).length,
   servers: [
     { id: "lobby", host: "10.0.0.1", port: 25565 },
@@ -86,8 +94,16 @@ const live = (one: FakePeer) => {
   return one
 }
 
-const ask = (asker: FakePeer, data: Buffer, permissions?: Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>>) =>
-  handleBungeeRequest(asker, "bungeecord:main", data, context(permissions), log)
+const ask = (asker: FakePeer, data: Buffer, permissions?: Permissions, network?: ChannelNetwork) =>
+  handleBungeeRequest(asker, "bungeecord:main", data, context(permissions, network), log)
+
+/** A worker's network: lookups wait until the test answers them (as the main thread would), deliveries are kept. */
+const workerNetwork = () => {
+  const lookups: Array<{ query: unknown; reply: (sessions: ReadonlyArray<ChannelSession>, failure?: string) => void }> = []
+  const routed: Array<ChannelDelivery> = []
+  const network: ChannelNetwork = { lookup: (query, reply) => lookups.push({ query, reply }), route: (delivery) => routed.push(delivery) }
+  return { network, lookups, routed }
+}
 
 describe("the BungeeCord channel", () => {
   it("answers each lookup as BungeeCord does", () => {
@@ -159,5 +175,120 @@ describe("the BungeeCord channel", () => {
       'debug BungeeCord subchannel "SomethingElse" is unknown: dropped',
       "debug BungeeCord request dropped: BungeeCord request cut short"
     ])
+  })
+
+  it("answers lookups that come later (from the main thread) in the order asked, and a failed one as if nobody were online", () => {
+    const { network, lookups } = workerNetwork()
+    const alice = peer("Alice", "lobby")
+    ask(alice, request("PlayerList", "ALL"), {}, network)
+    ask(alice, request("GetServers"), {}, network)
+    ask(alice, request("GetPlayerServer", "Carol"), {}, network)
+    ask(alice, request("IPOther", "Carol"), {}, network)
+    ask(alice, request("PlayerList", "unknown"), {}, network)
+    expect(lookups.map((lookup) => lookup.query)).toEqual([
+      { _tag: "On", serverId: undefined },
+      { _tag: "Named", name: "Carol" },
+      { _tag: "Named", name: "Carol" }
+    ])
+    // GetServers is known at once, but waits for the PlayerList before it.
+    expect(alice.sent).toEqual([])
+    lookups[2]!.reply([], "the worker is stopping")
+    lookups[1]!.reply(lookupSessions(sessionsOf, { _tag: "Named", name: "carol" }))
+    expect(alice.sent).toEqual([])
+    lookups[0]!.reply(lookupSessions(sessionsOf, { _tag: "On", serverId: undefined }))
+    expect(alice.sent.map((message) => fields(message.data)[0])).toEqual(["PlayerList", "GetServers", "GetPlayerServer"])
+    expect(fields(alice.sent[0]!.data)).toEqual(["PlayerList", "ALL", "Alice, Bob, Carol"])
+    expect(fields(alice.sent[2]!.data)).toEqual(["GetPlayerServer", "Carol", "games"])
+    // The failed IPOther: no answer (as for a player who is not online), and a debug line.
+    expect(logs).toEqual(["debug BungeeCord IPOther answered as if nobody were online: the worker is stopping"])
+    // Nothing waits now: an answer known at once goes at once.
+    ask(alice, request("GetServer"), {}, network)
+    expect(fields(alice.sent[3]!.data)).toEqual(["GetServer", "lobby"])
+  })
+
+  it(`keeps at most ${MAX_WAITING_LOOKUPS} lookups of one connection waiting`, () => {
+    const { network, lookups } = workerNetwork()
+    const alice = peer("Alice", "lobby")
+    for (let i = 0; i <= MAX_WAITING_LOOKUPS; i++) ask(alice, request("UUIDOther", `p${i}`), {}, network)
+    expect(lookups).toHaveLength(MAX_WAITING_LOOKUPS)
+    expect(logs).toEqual([`debug BungeeCord UUIDOther dropped: ${MAX_WAITING_LOOKUPS} lookups of this connection are waiting for their answers`])
+    for (const lookup of lookups) lookup.reply([])
+    ask(alice, request("UUIDOther", "Bob"), {}, network)
+    expect(lookups).toHaveLength(MAX_WAITING_LOOKUPS + 1)
+  })
+
+  it("with workers, delivers to this thread's players first and hands on only what is left", () => {
+    const { network, routed } = workerNetwork()
+    const alice = live(peer("Alice", "lobby"))
+    const carol = live(peer("Carol", "games"))
+    const payload = Buffer.concat([utf("my:channel"), Buffer.from([0, 1, 9])])
+    // Carol is here: her server is reached here, the other servers are left to other threads.
+    ask(alice, request("Forward", "ALL", "my:channel", Buffer.from([0, 1, 9])), {}, network)
+    expect(carol.sent.map((message) => message.data)).toEqual([payload])
+    expect(routed.splice(0)).toEqual([{ _tag: "Forward", server: undefined, skip: ["lobby", "games"], data: payload }])
+    // A named server with a player here: nothing is left.
+    ask(alice, request("Forward", "games", "my:channel", Buffer.from([0, 1, 9])), {}, network)
+    expect(routed).toEqual([])
+    ask(alice, request("Forward", "elsewhere", "my:channel", Buffer.from([0, 1, 9])), {}, network)
+    ask(alice, request("ForwardToPlayer", "Dave", "my:channel", Buffer.from([0, 1, 9])), {}, network)
+    ask(alice, request("ForwardToPlayer", "carol", "my:channel", Buffer.from([0, 1, 9])), {}, network)
+    ask(alice, request("Message", "Dave", "hi"), { Message: true }, network)
+    ask(alice, request("Message", "ALL", "all"), { Message: true }, network)
+    ask(alice, request("KickPlayerRaw", "Dave", '{"text":"go"}'), { KickPlayerRaw: true }, network)
+    ask(alice, request("KickPlayer", "Carol", "bye"), { KickPlayer: true }, network)
+    expect(routed).toEqual([
+      { _tag: "Forward", server: "elsewhere", skip: [], data: payload },
+      { _tag: "ForwardToPlayer", player: "Dave", data: payload },
+      { _tag: "Message", player: "Dave", message: "hi" },
+      { _tag: "Message", player: undefined, message: "all" },
+      { _tag: "Kick", player: "Dave", reason: "go" }
+    ])
+    expect(carol.sent).toHaveLength(3)
+    expect(alice.chat).toEqual(["all"])
+    expect(carol.chat).toEqual(["all"])
+    expect(carol.ended).toEqual(["bye"])
+  })
+
+  it("delivers what another thread hands here to this thread's players, and says whose servers it reached", () => {
+    const bob = live(peer("Bob", "lobby", 340))
+    const carol = live(peer("Carol", "games"))
+    const data = new Uint8Array([0, 1, 0, 0, 7])
+    expect(deliverHere({ _tag: "Forward", server: undefined, skip: ["games"], data })).toEqual(["lobby"])
+    expect(bob.sent).toEqual([{ channel: "BungeeCord", data: Buffer.from(data) }])
+    expect(deliverHere({ _tag: "Forward", server: "games", skip: ["games"], data })).toEqual([])
+    expect(deliverHere({ _tag: "Forward", server: "games", skip: [], data })).toEqual(["games"])
+    expect(carol.sent).toEqual([{ channel: "bungeecord:main", data: Buffer.from(data) }])
+    expect(deliverHere({ _tag: "ForwardToPlayer", player: "nobody", data })).toEqual([])
+    expect(deliverHere({ _tag: "ForwardToPlayer", player: "BOB", data })).toEqual(["lobby"])
+    expect(deliverHere({ _tag: "Message", player: undefined, message: "everyone" })).toEqual(["lobby", "games"])
+    expect(deliverHere({ _tag: "Message", player: "carol", message: "you" })).toEqual(["games"])
+    expect(carol.chat).toEqual(["everyone", "you"])
+    expect(deliverHere({ _tag: "Kick", player: "Bob", reason: "out" })).toEqual(["lobby"])
+    expect(bob.ended).toEqual(["out"])
+  })
+})
+
+describe("the channel's lookups and what is left of a delivery", () => {
+  it("looks players up by name in any case (the first listed), and lists a server's or everyone's sessions as plain data", () => {
+    expect(lookupSessions(sessionsOf, { _tag: "Named", name: "BOB" })).toEqual([
+      { serverId: "lobby", clientAddress: "203.0.113.8", clientPort: 50001, name: "Bob", uuid: "22222222-2222-2222-2222-222222222222" }
+    ])
+    expect(lookupSessions(sessionsOf, { _tag: "Named", name: "nobody" })).toEqual([])
+    const withExtra = () => [{ ...entries[2]!, id: 7, since: 1 }]
+    expect(lookupSessions(withExtra, { _tag: "On", serverId: undefined })).toEqual([entries[2]])
+    expect(lookupSessions(sessionsOf, { _tag: "On", serverId: "lobby" }).map((entry) => entry.name)).toEqual(["Alice", "Bob"])
+  })
+
+  it("leaves nothing once a named target was reached, and a Forward to all without the servers reached", () => {
+    const data = new Uint8Array([1])
+    const toAll: ChannelDelivery = { _tag: "Forward", server: undefined, skip: ["lobby"], data }
+    expect(stillWanted(toAll, [])).toBe(toAll)
+    expect(stillWanted(toAll, ["games", "lobby", "games"])).toEqual({ ...toAll, skip: ["lobby", "games"] })
+    expect(stillWanted({ _tag: "Forward", server: "games", skip: [], data }, ["games"])).toBeUndefined()
+    expect(stillWanted({ _tag: "Forward", server: "games", skip: [], data }, [])).toEqual({ _tag: "Forward", server: "games", skip: [], data })
+    expect(stillWanted({ _tag: "ForwardToPlayer", player: "x", data }, ["games"])).toBeUndefined()
+    expect(stillWanted({ _tag: "Kick", player: "x", reason: "r" }, [])).toEqual({ _tag: "Kick", player: "x", reason: "r" })
+    expect(stillWanted({ _tag: "Message", player: "x", message: "m" }, ["games"])).toBeUndefined()
+    expect(stillWanted({ _tag: "Message", player: undefined, message: "m" }, ["games"])).toEqual({ _tag: "Message", player: undefined, message: "m" })
   })
 })

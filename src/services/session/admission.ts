@@ -30,7 +30,7 @@ const KICK_FLUSH_MS = 2_000
 
 export interface AdmissionServices {
   readonly bans: BanDataPlane
-  readonly registry: PlayerRegistryDataPlane
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit">
   /** The lifecycle: synchronous reads, and the wait for a sleeping server (wake on join). */
   readonly manager: Pick<ServerManager, "dataPlane" | "ensureOnline">
   readonly clock: Clock.Clock

@@ -21,7 +21,7 @@ import { encodeFrame } from "../../protocol/framing.js"
 import { encodeLoginDisconnectBody } from "../../protocol/loginPackets.js"
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RelayDataPlane } from "../Relay.js"
-import type { ChannelContext, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
+import type { ChannelContext, ChannelNetwork, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
 import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
@@ -37,8 +37,10 @@ export interface JoinServices {
   readonly forwarding: Pick<Forwarding, "backendHandshake" | "modernSecret">
   readonly balancer: BalancerDataPlane
   readonly relay: RelayDataPlane
-  /** The BungeeCord channel of the packet modes reads player lists and counts. */
-  readonly registry: PlayerRegistryDataPlane
+  /** The BungeeCord channel of the packet modes reads player counts... */
+  readonly registry: Pick<PlayerRegistryDataPlane, "countFor">
+  /** ...and looks up sessions and reaches players beyond this thread (workers) through this. */
+  readonly channel: ChannelNetwork
   /** Logs outside any fiber (the "left" line is written when a relay ends, long after the session's fiber). */
   readonly logDetached: (effect: Effect.Effect<void>) => void
   /** Whether info lines are logged at all: the "joined" and "left" lines are skipped cheaply when not. */
@@ -82,7 +84,7 @@ const noteFailures = (stats: StatsDataPlane, trace: ConnectionTrace | undefined,
   }
 }
 
-export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
+export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, channel: network, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
   /** Lines about a packet session, with the connection's fields, written outside any fiber. */
   const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
     debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
@@ -139,7 +141,8 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const channel: ChannelContext | undefined = forwardingConfig.legacy_channel
       ? {
           permissions: forwardingConfig.channel_permissions,
-          sessions: registry.sessions,
+          lookup: network.lookup,
+          route: network.route,
           countFor: (id) => {
             const counted = snapshot.servers.get(id)
             return counted === undefined ? 0 : registry.countFor(counted)

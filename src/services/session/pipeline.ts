@@ -40,7 +40,9 @@ export interface PipelineServices {
   readonly bans: BanDataPlane
   readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
-  readonly registry: PlayerRegistryDataPlane
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit" | "countFor">
+  /** The BungeeCord channel's reach: this thread's registry on one thread, the main thread's with workers. */
+  readonly channel: JoinServices["channel"]
   readonly status: StatusServices["status"]
   readonly manager: AdmissionServices["manager"]
   readonly backend: JoinServices["backend"]
@@ -97,6 +99,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     balancer,
     relay: services.relay,
     registry: services.registry,
+    channel: services.channel,
     logDetached: services.logDetached,
     infoLogged: services.infoLogged,
     tracing

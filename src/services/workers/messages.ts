@@ -11,6 +11,7 @@ import type { Ban } from "../bans/file.js"
 import type { SessionEntry } from "../PlayerRegistry.js"
 import type { EnsureResult } from "../ServerManager.js"
 import type { StatusAnswer } from "../StatusService.js"
+import type { ChannelDelivery, ChannelQuery, ChannelSession } from "../relay/packet/PacketStart.js"
 import type { ConnectionTrace } from "../telemetry/connectionTrace.js"
 
 /** A status answer asked of the main thread, which owns the status cache. */
@@ -26,8 +27,14 @@ export interface StatusCall {
 export type WorkerCall =
   | { readonly _tag: "Call"; readonly id: number; readonly method: "ensureOnline"; readonly serverId: string }
   | { readonly _tag: "Call"; readonly id: number; readonly method: "statusAnswer"; readonly request: StatusCall }
+  /** The BungeeCord channel's lookup of live sessions, answered from the main thread's registry (every worker's). */
+  | { readonly _tag: "Call"; readonly id: number; readonly method: "channelLookup"; readonly query: ChannelQuery }
 
-export type CallResult<C extends WorkerCall> = C extends { readonly method: "ensureOnline" } ? EnsureResult : StatusAnswer
+export type CallResult<C extends WorkerCall> = C extends { readonly method: "ensureOnline" }
+  ? EnsureResult
+  : C extends { readonly method: "channelLookup" }
+    ? ReadonlyArray<ChannelSession>
+    : StatusAnswer
 
 /** A worker's session as the main thread's registry lists it, with its byte counts at the time of asking. */
 export interface SessionBytes {
@@ -43,6 +50,8 @@ export type ToWorker =
   | { readonly _tag: "States"; readonly states: ReadonlyArray<readonly [string, ServerState]> }
   | { readonly _tag: "EndSession"; readonly sessionId: number; readonly reason: string }
   | { readonly _tag: "AskBytes"; readonly id: number }
+  /** A BungeeCord delivery for this worker's players; answered with `ChannelDelivered`. */
+  | { readonly _tag: "Channel"; readonly id: number; readonly delivery: ChannelDelivery }
   | { readonly _tag: "Reply"; readonly id: number; readonly value: unknown }
   | { readonly _tag: "Drain"; readonly graceMs: number }
   /** Test hook, honoured only where PORTAL_TEST_HOOKS=1: the worker throws from its event loop. */
@@ -56,6 +65,10 @@ export type FromWorker =
   /** Sessions that came, found their backend or left since the last batch, in order. */
   | { readonly _tag: "Sessions"; readonly events: ReadonlyArray<SessionEvent> }
   | { readonly _tag: "Bytes"; readonly id: number; readonly sessions: ReadonlyArray<SessionBytes> }
+  /** What of a BungeeCord delivery this worker could not make itself, for players other workers relay. */
+  | { readonly _tag: "ChannelRoute"; readonly delivery: ChannelDelivery }
+  /** The servers of the players a `Channel` delivery reached. */
+  | { readonly _tag: "ChannelDelivered"; readonly id: number; readonly reached: ReadonlyArray<string> }
   | { readonly _tag: "Drained" }
   /** Log records, written by the main thread's logger (one format, one output, the worker's index among the fields). */
   | { readonly _tag: "Logs"; readonly records: ReadonlyArray<WorkerLogRecord> }

@@ -5,19 +5,11 @@
  * kernel did not take is queued without a copy.
  */
 import type { Socket } from "node:net"
-import { loadNativeAddon } from "../../native/addon.js"
+import { directSender } from "../../native/addon.js"
 import { tcpFdOf } from "../../native/tcpHandle.js"
 
-type DirectSend = (fd: number, bytes: Uint8Array, length: number) => number
 
-let directSend: DirectSend | null | undefined
-const directSender = (): DirectSend | undefined => {
-  if (directSend === undefined) {
-    const loaded = loadNativeAddon()
-    directSend = "addon" in loaded ? loaded.addon.send : null
-  }
-  return directSend ?? undefined
-}
+
 
 /** A socket and its descriptor, for direct sends (-1: always through Node). */
 export interface Destination {
@@ -31,7 +23,7 @@ export const writeTo = ({ socket, fd }: Destination, bytes: Buffer): void => {
   // Nothing queued in Node means nothing queued in libuv either, so a send here keeps the order of the bytes. A
   // destroyed socket's descriptor number may already belong to another connection: never send to it.
   if (fd >= 0 && socket.writableLength === 0 && !socket.destroyed && !socket.writableEnded) {
-    const sent = directSend!(fd, bytes, bytes.length)
+    const sent = directSender()!(fd, bytes, bytes.length)
     if (sent === bytes.length) return
     if (sent > 0) {
       socket.write(bytes.subarray(sent))
