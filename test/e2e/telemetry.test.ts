@@ -239,6 +239,25 @@ describe("telemetry: traces and metrics over OTLP", () => {
     expect(rootsOf(store.spans).filter((root) => root.attributes["minecraft.handshake.next_state"] === "login")).toHaveLength(6)
   }, 60_000)
 
+  it("exports what is pending as Portal stops: the last traces and metric points", async () => {
+    const target = await receiver("grpc")
+    const backend = await startBackend("lobby")
+    // Metrics every minute: only the push at shutdown can bring them before the test ends.
+    const dir = makeConfigDir(
+      `bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0").replace('export_interval = "300ms"', 'export_interval = "1m"')}`,
+      { "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]` }
+    )
+    const portal = await startPortal(dir.configFile)
+    expect((await join(portal.port, "mc.example.com", { username: "last" }))._tag).toBe("Kicked")
+    // A batch waits up to a second for more records: stopping now leaves the trace pending.
+    const started = Date.now()
+    await portal.stop()
+    expect(Date.now() - started).toBeLessThan(6_000)
+    expect(rootsOf(target.store.spans).map((root) => root.attributes["minecraft.player.name"])).toEqual(["last"])
+    expect(target.store.latest("portal.connections", { "portal.outcome": "refused" })?.value).toBe(0)
+    expect(target.store.latest("portal.handshakes", { "minecraft.handshake.next_state": "login" })?.value).toBe(1)
+  }, 30_000)
+
   it("a receiver that stops: connections go on as before, and the failure is logged once", async () => {
     const target = await receiver("http")
     const backend = await startBackend("lobby", { hold: true })
