@@ -65,7 +65,8 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
       const runPromise = Runtime.runPromise(runtime)
 
       const target: OtlpTarget | undefined = config.endpoint === undefined ? undefined : { endpoint: config.endpoint, protocol: config.protocol }
-      const failures = makeExportFailures(config.endpoint ?? "(no endpoint)", runFork)
+      const clock = yield* Effect.clock
+      const failures = makeExportFailures(config.endpoint ?? "(no endpoint)", runFork, () => clock.unsafeCurrentTimeMillis())
       const resourceLayer = OtelResource.layerFromEnv(
         OtelResource.configToAttributes({
           serviceName: config.resource.service_name,

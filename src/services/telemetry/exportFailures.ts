@@ -14,7 +14,8 @@ export interface ExportFailures {
 export const makeExportFailures = (
   endpoint: string,
   log: (effect: Effect.Effect<void>) => void,
-  now: () => number = Date.now
+  /** Milliseconds (Effect's clock, as the caller has it). */
+  now: () => number
 ): ExportFailures => {
   let lastLogged = Number.NEGATIVE_INFINITY
   let unlogged = 0
