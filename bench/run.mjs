@@ -186,8 +186,8 @@ const main = async () => {
         targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
       }
     }
-    // The telemetry row: passthrough again, exporting traces and metrics (the defaults) over OTLP/gRPC to a receiver
-    // that runs beside the load.
+    // The telemetry rows: passthrough again, exporting traces and metrics (the defaults) to a receiver that runs beside
+    // the load, over OTLP/gRPC (the default protocol, which the target judges) and over OTLP/HTTP.
     /** @type {Array<import("./targets.mjs").Target>} */
     const telemetryTargets = []
     /** @type {{ ask: (cmd: string, args?: Record<string, unknown>) => Promise<any> } | undefined} */
@@ -196,9 +196,12 @@ const main = async () => {
       receiverChild = fork(fileURLToPath(new URL("./otlpReceiver.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
       if (pinned && receiverChild.pid !== undefined) pin(receiverChild.pid, LOAD_CPU)
       receiver = client(receiverChild, "OTLP receiver")
-      const receiverPort = await receiver.ask("listen")
-      const telemetry = `\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${receiverPort}"\nprotocol = "grpc"\n`
-      telemetryTargets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry }))
+      const ports = { grpc: await receiver.ask("listen"), http: await receiver.ask("listenHttp") }
+      for (const protocol of /** @type {const} */ (["grpc", "http"])) {
+        const table = `\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${ports[protocol]}"\nprotocol = "${protocol}"\n`
+        const name = protocol === "grpc" ? "passthrough_telemetry" : "passthrough_telemetry_http"
+        telemetryTargets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry: { name, table } }))
+      }
     }
     /** @type {Array<import("./targets.mjs").Target>} */
     const packetTargets = []
@@ -308,9 +311,9 @@ const main = async () => {
           ? `the rows "2. Game-shaped load, native load" from the same traffic generated and echoed in C (bench/native/gameload.c), which the latency targets use.`
           : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
       received === undefined
-        ? "- Telemetry row: not run (it needs the passthrough target and the rate scenario)."
-        : `- Telemetry row: Portal passthrough with \`[telemetry]\` enabled and its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
-          `exporting over OTLP/gRPC to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
+        ? "- Telemetry rows: not run (they need the passthrough target and the rate scenario)."
+        : `- Telemetry rows: Portal passthrough with \`[telemetry]\` enabled and its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
+          `exporting over OTLP/gRPC (the default), and over OTLP/HTTP, to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
           `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run).`,
       `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
       ...repeatNote(repeats)

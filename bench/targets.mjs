@@ -75,12 +75,12 @@ export const directTarget = (backendPort, nativeEchoPort) => ({
 /**
  * With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend. The packet modes forward
  * the player with `legacy` forwarding (a client_only setup forwards the skin); client_only asks `sessionServer`.
- * `telemetry`: a `[telemetry]` table to add to proxy.toml; the target is then named `<mode>_telemetry`.
- * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | undefined, nodeFlags: Array<string>, sessionServer?: string, telemetry?: string }} spec
+ * `telemetry`: a `[telemetry]` table to add to proxy.toml, and the name the target then has.
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | undefined, nodeFlags: Array<string>, sessionServer?: string, telemetry?: { name: string, table: string } }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {
-  const name = spec.telemetry === undefined ? spec.mode : `${spec.mode}_telemetry`
+  const name = spec.telemetry?.name ?? spec.mode
   const dir = path.join(spec.dir, `portal-${name}`)
   mkdirSync(path.join(dir, "servers"), { recursive: true })
   const packet = spec.mode === "offline" || spec.mode === "client_only"
@@ -90,7 +90,7 @@ export const portalTarget = async (spec) => {
   if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
-    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n${spec.telemetry ?? ""}`)
+    writeFileSync(path.join(dir, "proxy.toml"), `bind = "127.0.0.1:${spec.port}"\n\n[status_cache]\nttl = "${ttl}"\n${spec.telemetry?.table ?? ""}`)
     return startProcess({
       name: `Portal ${name}`,
       command: process.execPath,

@@ -42,7 +42,8 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     expect(stdout).toMatch(/\| client_only logins ≥ 1,000\/s \(one core\) \| [\d,]+\/s \| (PASS|MISS) \|/)
     // The telemetry row: Portal exported its traces and metrics to the bench's receiver.
     expect(stdout).toMatch(/\| passthrough logins\/s with telemetry on ≥ 0\.9× off \| \d+\.\d{2}× off \| (PASS|MISS) \|/)
-    expect(stdout).toMatch(/Telemetry row: .* \([1-9]\d* export requests/)
+    expect(stdout).toMatch(/Telemetry rows: .* \([1-9]\d* export requests/)
+    expect(stdout).toContain("| 3. Connection rate | logins per second, telemetry on over OTLP/HTTP")
   })
 })
 
