@@ -5,8 +5,11 @@
  *   bulk  writes as fast as the connection takes, and counts what it receives;
  *   echo  sends every byte it receives back (game-shaped load);
  *   idle, rate  send nothing more (memory, connection rate).
- * The same bytes reach it directly, through HAProxy or through Portal.
+ * The same bytes reach it directly, through HAProxy or through Portal. It also runs the fake session service the
+ * client_only target asks (`hasJoined` says yes to every name, with a skin property, as Mojang's would).
  */
+import { createHash } from "node:crypto"
+import * as http from "node:http"
 import * as net from "node:net"
 import { serve } from "./ipc.mjs"
 import { FIRST_BYTES, NEXT_STATUS, nextStateOf, playerNameOf, readFrame, statusResponse } from "./wire.mjs"
@@ -86,7 +89,19 @@ const accept = (socket) => {
 
 const server = net.createServer({ noDelay: true }, accept)
 
+/** GET /session/minecraft/hasJoined?username=NAME: the profile of NAME (its id from the name), with a skin. */
+const sessionService = http.createServer((request, response) => {
+  const url = new URL(request.url ?? "/", "http://localhost")
+  const name = url.searchParams.get("username") ?? ""
+  if (url.pathname !== "/session/minecraft/hasJoined" || name === "") return response.writeHead(404).end()
+  const id = createHash("md5").update(name).digest("hex")
+  const textures = Buffer.from(JSON.stringify({ profileName: name, textures: { SKIN: { url: `http://textures.example/${id}` } } })).toString("base64")
+  response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ id, name, properties: [{ name: "textures", value: textures, signature: "c2lnbmF0dXJl" }] }))
+})
+
 serve({
+  sessionService: () =>
+    new Promise((resolve) => sessionService.listen({ host: "127.0.0.1", port: 0, backlog: 4096 }, () => resolve(/** @type {net.AddressInfo} */ (sessionService.address()).port))),
   listen: () =>
     new Promise((resolve) => server.listen({ host: "127.0.0.1", port: 0, backlog: 4096 }, () => resolve(/** @type {net.AddressInfo} */ (server.address()).port))),
   snapshot: () => ({ open, bulkReceived })

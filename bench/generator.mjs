@@ -8,10 +8,11 @@
  * packets that the backend echoes), idle (sessions that log in and wait), rate (logins one after another per loop),
  * status (status request and ping one after another per loop).
  */
+import { constants, createDecipheriv, publicEncrypt, randomBytes } from "node:crypto"
 import * as net from "node:net"
 import { performance } from "node:perf_hooks"
 import { serve } from "./ipc.mjs"
-import { FIRST_BYTES, handshake, loginStart, NEXT_LOGIN, NEXT_STATUS, ping, readFrame, STATUS_REQUEST } from "./wire.mjs"
+import { FIRST_BYTES, frame, handshake, loginStart, NEXT_LOGIN, NEXT_STATUS, ping, readFrame, STATUS_REQUEST } from "./wire.mjs"
 
 const ATTEMPT_TIMEOUT_MS = 10_000
 const GAME_PACKET_BYTES = 100
@@ -19,7 +20,7 @@ const GAME_PERIOD_MS = 50
 const BULK_CHUNK = Buffer.alloc(64 * 1024, 0xa5)
 const PONG_BYTES = 10
 
-/** @typedef {{ port: number, host: string, count: number, concurrency: number }} Load */
+/** @typedef {{ port: number, host: string, count: number, concurrency: number, online?: boolean }} Load */
 
 /**
  * Players come from many addresses, and a proxy may bound what one address has in progress: each connection
@@ -103,10 +104,73 @@ const exchange = (load, first, onData) =>
   })
 
 /**
+ * The Encryption Request at the start of `buffer` (VarInt length, id 1, serverId, public key, verify token), or
+ * undefined while it is incomplete.
+ * @param {Buffer} buffer
+ */
+const encryptionRequest = (buffer) => {
+  const frame = readFrame(buffer)
+  if (frame === undefined) return undefined
+  let at = 0
+  /** @returns {Buffer} */
+  const array = () => {
+    let length = 0
+    let shift = 0
+    for (let byte = 0x80; (byte & 0x80) !== 0; shift += 7) {
+      byte = /** @type {number} */ (frame.body[at++])
+      length |= (byte & 0x7f) << shift
+    }
+    const out = frame.body.subarray(at, at + length)
+    at += length
+    return out
+  }
+  array()
+  const publicKey = array()
+  const verifyToken = array()
+  return { publicKey, verifyToken, end: frame.end }
+}
+
+/**
+ * An online-mode login (client_only): answers the Encryption Request with a fresh secret (no session service call:
+ * the bench's fake one says yes to every name), then reads decrypted bytes until the backend's first bytes arrived.
+ * @param {Load} load @param {string} name
+ */
+const onlineLogin = async (load, name) => {
+  /** @type {Buffer} */
+  let buffer = Buffer.alloc(0)
+  /** @type {import("node:crypto").Decipher | undefined} */
+  let decipher
+  let plain = Buffer.alloc(0)
+  const socket = await exchange(load, Buffer.concat([handshake(load.host, load.port, NEXT_LOGIN), loginStart(name)]), (socket, chunk) => {
+    if (decipher !== undefined) {
+      plain = Buffer.concat([plain, decipher.update(chunk)])
+      return plain.length >= FIRST_BYTES.length
+    }
+    buffer = Buffer.concat([buffer, chunk])
+    const request = encryptionRequest(buffer)
+    if (request === undefined) return false
+    const secret = randomBytes(16)
+    const key = { key: request.publicKey, format: /** @type {const} */ ("der"), type: /** @type {const} */ ("spki"), padding: constants.RSA_PKCS1_PADDING }
+    const encryptedSecret = publicEncrypt(key, secret)
+    const encryptedToken = publicEncrypt(key, request.verifyToken)
+    // 128-byte arrays: VarInt 128 is 0x80 0x01.
+    const body = Buffer.concat([Buffer.from([0x80, 0x01]), encryptedSecret, Buffer.from([0x80, 0x01]), encryptedToken])
+    socket.write(frame(0x01, body))
+    // Only Portal's side is read from now on: this session writes nothing more, so it needs no cipher of its own.
+    decipher = createDecipheriv("aes-128-cfb8", secret, secret)
+    const rest = buffer.subarray(request.end)
+    if (rest.length > 0) plain = decipher.update(rest)
+    return plain.length >= FIRST_BYTES.length
+  })
+  return { socket, rest: plain.subarray(FIRST_BYTES.length) }
+}
+
+/**
  * Logs in as `name`; resolves once the backend's first bytes arrived, with what came after them.
  * @param {Load} load @param {string} name
  */
 const login = async (load, name) => {
+  if (load.online === true) return onlineLogin(load, name)
   /** @type {Buffer} */
   let buffer = Buffer.alloc(0)
   const socket = await exchange(load, Buffer.concat([handshake(load.host, load.port, NEXT_LOGIN), loginStart(name)]), (_, chunk) => {

@@ -13,9 +13,10 @@ const GAME_PERIOD_MS = 50
 const SOURCE = fileURLToPath(new URL("./native/gameload.c", import.meta.url))
 
 /**
- * Compiles the load into `dir` with the system C compiler; otherwise says why there is none.
+ * Compiles the load into `dir` with the system C compiler, with OpenSSL's libcrypto where it links (the encrypted
+ * logins of the client_only target need it); otherwise says why there is none. `crypto` says whether it has it.
  * @param {string} dir
- * @returns {{ binary: string } | { reason: string }}
+ * @returns {{ binary: string, crypto: boolean } | { reason: string }}
  */
 export const buildNativeLoad = (dir) => {
   if (process.platform !== "linux") return { reason: "it needs Linux (epoll, timerfd)" }
@@ -23,9 +24,13 @@ export const buildNativeLoad = (dir) => {
   let failure = "no C compiler (cc, gcc or g++) found"
   // g++ compiles C too when told the language: a machine set up only for the addon's C++ has it.
   for (const [compiler, ...language] of [["cc"], ["gcc"], ["g++", "-x", "c"]]) {
-    const result = spawnSync(/** @type {string} */ (compiler), ["-O2", ...language, "-o", binary, SOURCE], { encoding: "utf8" })
-    if (result.status === 0) return { binary }
-    if (result.error === undefined) failure = `${compiler} failed: ${(result.stderr ?? "").trim().split("\n")[0]}`
+    for (const crypto of [true, false]) {
+      const flags = crypto ? ["-DWITH_CRYPTO"] : []
+      const libraries = crypto ? ["-lcrypto"] : []
+      const result = spawnSync(/** @type {string} */ (compiler), ["-O2", ...flags, ...language, "-o", binary, SOURCE, ...libraries], { encoding: "utf8" })
+      if (result.status === 0) return { binary, crypto }
+      if (result.error === undefined) failure = `${compiler} failed: ${(result.stderr ?? "").trim().split("\n")[0]}`
+    }
   }
   return { reason: failure }
 }
@@ -84,10 +89,12 @@ export const startNativeEcho = async (binary) => {
 
 /**
  * A generator with the interface of scenarios.mjs's Node.js one: `ask("start", load)` logs the sessions in and starts
- * the load, `ask("snapshot")` reads it, `end()` stops it.
- * @param {string} binary
+ * the load, `ask("snapshot")` reads it, `end()` stops it. `flavour`: raw bytes (the raw modes), `framed` (a real
+ * login into play and valid frames, for Portal's offline mode) or `encrypted` (an online-mode login first, for
+ * client_only).
+ * @param {string} binary @param {"raw" | "framed" | "encrypted"} [flavour]
  */
-export const nativeGenerator = (binary) => {
+export const nativeGenerator = (binary, flavour = "raw") => {
   /** @type {ReturnType<typeof start> | undefined} */
   let running
   return {
@@ -99,7 +106,7 @@ export const nativeGenerator = (binary) => {
     /** @param {string} cmd @param {Record<string, any>} [load] @returns {Promise<any>} */
     ask: async (cmd, load = {}) => {
       if (cmd === "start") {
-        running = start(binary, ["game", String(load.port), String(load.host), String(load.count), String(GAME_PERIOD_MS), String(load.concurrency)])
+        running = start(binary, ["game", String(load.port), String(load.host), String(load.count), String(GAME_PERIOD_MS), String(load.concurrency), flavour])
         const ready = await running.first
         if (ready.ready === 0) throw new Error(`no game session could log in: ${ready.firstError}`)
         return ready.ready

@@ -4,12 +4,16 @@
  * and to HAProxy, and the targets with PASS or MISS.
  */
 
-const TARGETS = /** @type {const} */ (["direct", "haproxy", "passthrough", "zero_copy"])
+const TARGETS = /** @type {const} */ (["direct", "haproxy", "passthrough", "zero_copy", "offline", "client_only"])
 const PORTAL = /** @type {const} */ (["passthrough", "zero_copy"])
+/** Portal's packet modes: measured by the native game load and the connection rate only. */
+const PACKET = /** @type {const} */ (["offline", "client_only"])
 
 /**
  * @typedef {typeof TARGETS[number]} TargetName
- * @typedef {TargetName | "haproxy_splice"} SampleKey haproxy_splice: HAProxy splicing, measured in the bulk scenario only
+ * @typedef {TargetName | "haproxy_splice" | "passthrough_telemetry" | "passthrough_telemetry_http"} SampleKey haproxy_splice:
+ *   HAProxy splicing, measured in the bulk scenario only; passthrough_telemetry(_http): passthrough with [telemetry] on,
+ *   exporting over OTLP/gRPC (over OTLP/HTTP), in the connection rate only
  * @typedef {Record<string, number | undefined | string>} Sample
  * @typedef {Partial<Record<SampleKey, Array<Sample | undefined>>>} ByTarget samples indexed by round
  * @typedef {{ bulk: ByTarget, bulkUnpinned: ByTarget, game: ByTarget, gameNative: ByTarget, rate: ByTarget, status: ByTarget, statusRelayed: ByTarget, memory: ByTarget, coresRate: ByKey, coresStatus: ByKey, coresBulk: ByKey, startup: ByKey, flood: ByKey }} Results
@@ -82,7 +86,7 @@ const spliceReference = (bulk, field) => (/** @type {TargetName} */ target) =>
  */
 const gameRows = (scenario, game) => {
   const med = (/** @type {string} */ field) => (/** @type {TargetName} */ target) => median(values(game, target, field))
-  const proxies = /** @type {const} */ (["haproxy", "passthrough", "zero_copy"])
+  const proxies = /** @type {const} */ (["haproxy", "passthrough", "zero_copy", "offline", "client_only"])
   /** @param {string} field */
   const added = (field) => (/** @type {TargetName} */ target) => addedOverDirect(game, target, field)
   return [
@@ -139,7 +143,35 @@ const rows = (results) => {
     ...gameRows("2. Game-shaped load", results.game),
     ...gameRows("2. Game-shaped load, native load", results.gameNative),
     { scenario: "3. Connection rate", metric: "logins per second", value: med(results.rate, "perSecond"), format: fixed(0) },
-    { scenario: "3. Connection rate", metric: "proxy CPU (% of a core)", value: med(results.rate, "cpuPercent"), format: fixed(1), measured: proxies },
+    {
+      scenario: "3. Connection rate",
+      metric: "proxy CPU (% of a core)",
+      value: med(results.rate, "cpuPercent"),
+      format: fixed(1),
+      measured: [...proxies, ...PACKET]
+    },
+    // Passthrough again with [telemetry] on (to a local receiver), in the passthrough column.
+    {
+      scenario: "3. Connection rate",
+      metric: "logins per second, telemetry on",
+      value: () => median(values(results.rate, "passthrough_telemetry", "perSecond")),
+      format: fixed(0),
+      measured: ["passthrough"]
+    },
+    {
+      scenario: "3. Connection rate",
+      metric: "proxy CPU, telemetry on (% of a core)",
+      value: () => median(values(results.rate, "passthrough_telemetry", "cpuPercent")),
+      format: fixed(1),
+      measured: ["passthrough"]
+    },
+    {
+      scenario: "3. Connection rate",
+      metric: "logins per second, telemetry on over OTLP/HTTP",
+      value: () => median(values(results.rate, "passthrough_telemetry_http", "perSecond")),
+      format: fixed(0),
+      measured: ["passthrough"]
+    },
     { scenario: "4. Status pings", metric: "pings per second, Portal from its cache", value: med(results.status, "perSecond"), format: fixed(0) },
     {
       scenario: "4. Status pings",
@@ -168,6 +200,8 @@ const medianTable = (results, available) => {
     "HAProxy",
     "Portal passthrough",
     "Portal zero_copy",
+    "Portal offline",
+    "Portal client_only",
     "passthrough ÷ direct",
     "passthrough ÷ HAProxy",
     "zero_copy ÷ direct",
@@ -230,6 +264,18 @@ const targetTable = (results, available) => {
     const [game, load] = native ? [results.gameNative, "native load"] : [results.game, "Node.js load"]
     checks.push([`${target} game p99 added latency < 1 ms (${load})`, addedOverDirect(game, target, "p99"), (v) => v < 1, ms])
   }
+  // The packet modes run only under the native load (theirs speaks frames, and client_only encrypts).
+  for (const target of PACKET) {
+    checks.push([`${target} game p99 added latency < 1 ms (native load)`, addedOverDirect(results.gameNative, target, "p99"), (v) => v < 1, ms])
+  }
+  const offlineCpu = ratio(med(results.gameNative, "offline", "cpuPercent"), med(results.gameNative, "passthrough", "cpuPercent"))
+  checks.push(["offline game proxy CPU ≤ 2× passthrough (native load)", offlineCpu, (v) => v <= 2, (v) => `${v.toFixed(2)}× passthrough`])
+  checks.push([
+    "client_only logins ≥ 1,000/s (one core)",
+    med(results.rate, "client_only", "perSecond"),
+    (v) => v >= 1000,
+    (v) => `${fixed(0)(v)}/s`
+  ])
   if (native) {
     for (const target of PORTAL) {
       checks.push([`${target} game p99 added latency, Node.js load`, addedOverDirect(results.game, target, "p99"), "reference", ms])
@@ -238,6 +284,18 @@ const targetTable = (results, available) => {
   for (const target of PORTAL) {
     checks.push([`${target} connection rate ≥ 0.5× HAProxy`, toHaproxy(results.rate, target, "perSecond"), (v) => v >= 0.5, times])
   }
+  checks.push([
+    "passthrough logins/s with telemetry on ≥ 0.9× off",
+    ratio(median(values(results.rate, "passthrough_telemetry", "perSecond")), med(results.rate, "passthrough", "perSecond")),
+    (v) => v >= 0.9,
+    (v) => `${v.toFixed(2)}× off`
+  ])
+  checks.push([
+    "passthrough logins/s with telemetry on over OTLP/HTTP",
+    ratio(median(values(results.rate, "passthrough_telemetry_http", "perSecond")), med(results.rate, "passthrough", "perSecond")),
+    "reference",
+    (v) => `${v.toFixed(2)}× off`
+  ])
   for (const target of PORTAL) {
     checks.push([
       `${target} cached status pings ≥ 5,000/s`,

@@ -1,12 +1,14 @@
 // @ts-check
 /**
  * `npm run bench`: runs every scenario against the backend directly, HAProxy, Portal passthrough and Portal
- * zero_copy, interleaved over several rounds, and prints the Markdown report (also written to
- * bench/results/latest.md, with every sample in bench/results/latest.json).
+ * zero_copy (and the native game load and the connection rate against Portal offline and client_only too),
+ * interleaved over several rounds, and prints the Markdown report (also written to
+ * bench/results/latest.md, with every sample in bench/results/latest.json). The connection rate is also measured
+ * against Portal passthrough with `[telemetry]` on, exporting to a local OTLP receiver (otlpReceiver.mjs).
  * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
  * `--only bulk,rate`: those scenarios only. `--rounds N`: N rounds instead of 5 (a quicker, noisier run that writes
  * no file unless `--out` is given). `--targets haproxy,passthrough`: those targets only (direct, haproxy,
- * passthrough, zero_copy; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
+ * passthrough, zero_copy, offline, client_only; writes no file). `--profile DIR`: Portal runs with --cpu-prof, profiles land in DIR.
  *
  * The proxies run on CPU 1, the orchestrator, backend and load generators on CPU 0, so every proxy gets one whole
  * core and none competes with the load it serves. The bulk scenario runs a second time with nothing pinned, for
@@ -54,7 +56,9 @@ if (unknown.length > 0) {
   process.exit(2)
 }
 // A partial run writes no file unless asked: latest.md always holds a whole run.
-const TARGETS = ["direct", "haproxy", "passthrough", "zero_copy"]
+const TARGETS = ["direct", "haproxy", "passthrough", "zero_copy", "offline", "client_only"]
+/** The packet modes: measured by the native game load and the connection rate only (their load must speak frames). */
+const PACKET_MODES = /** @type {const} */ (["offline", "client_only"])
 const chosen = args.targets?.split(",") ?? TARGETS
 const unknownTargets = chosen.filter((name) => !TARGETS.includes(name))
 if (unknownTargets.length > 0) {
@@ -132,10 +136,13 @@ const main = async () => {
   const backendChild = fork(fileURLToPath(new URL("./backend.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
   /** @type {Awaited<ReturnType<typeof startNativeEcho>> | undefined} */
   let nativeEcho
+  /** @type {import("node:child_process").ChildProcess | undefined} */
+  let receiverChild
   const stopAll = async () => {
     await Promise.all(started.map((target) => target.stop()))
     await nativeEcho?.stop()
     backendChild.kill()
+    receiverChild?.kill()
     rmSync(dir, { recursive: true, force: true })
   }
   for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
@@ -186,7 +193,37 @@ const main = async () => {
         targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
       }
     }
-    started.push(...targets.filter((target) => target.name !== "direct"), ...(haproxySplice === undefined ? [] : [haproxySplice]))
+    // The telemetry rows: passthrough again, exporting traces and metrics (the defaults) to a receiver that runs beside
+    // the load, over OTLP/gRPC (the default protocol, which the target judges) and over OTLP/HTTP.
+    /** @type {Array<import("./targets.mjs").Target>} */
+    const telemetryTargets = []
+    /** @type {{ ask: (cmd: string, args?: Record<string, unknown>) => Promise<any> } | undefined} */
+    let receiver
+    if (chosen.includes("passthrough") && only.includes("rate")) {
+      receiverChild = fork(fileURLToPath(new URL("./otlpReceiver.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      if (pinned && receiverChild.pid !== undefined) pin(receiverChild.pid, LOAD_CPU)
+      receiver = client(receiverChild, "OTLP receiver")
+      const ports = { grpc: await receiver.ask("listen"), http: await receiver.ask("listenHttp") }
+      for (const protocol of /** @type {const} */ (["grpc", "http"])) {
+        const table = `\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${ports[protocol]}"\nprotocol = "${protocol}"\n`
+        const name = protocol === "grpc" ? "passthrough_telemetry" : "passthrough_telemetry_http"
+        telemetryTargets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry: { name, table } }))
+      }
+    }
+    /** @type {Array<import("./targets.mjs").Target>} */
+    const packetTargets = []
+    const sessionServer = chosen.includes("client_only") ? `http://127.0.0.1:${await backend.ask("sessionService")}` : undefined
+    for (const mode of PACKET_MODES) {
+      if (chosen.includes(mode)) {
+        packetTargets.push(
+          await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags, ...(mode === "client_only" ? { sessionServer } : {}) })
+        )
+      }
+    }
+    // The client_only game load logs in online, which needs the native load built with libcrypto.
+    const gameNativeTargets = [...targets, ...packetTargets.filter((target) => target.name !== "client_only" || ("crypto" in nativeLoad && nativeLoad.crypto))]
+    if (chosen.includes("client_only") && "binary" in nativeLoad && !nativeLoad.crypto) say("the client_only native game rows are n/a: the native load was built without libcrypto")
+    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...telemetryTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
     const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
@@ -220,6 +257,7 @@ const main = async () => {
       if (target !== haproxySplice) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
+    for (const target of [...packetTargets, ...telemetryTargets]) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
     if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
     if (only.includes("bulk") && pinned) {
       // Reference rows: the same relay with nothing pinned, as on a host where the proxy shares its cores with the
@@ -239,9 +277,12 @@ const main = async () => {
     if (only.includes("game")) await interleave("game", targets, PLAN.gameRounds, (target) => scenarios.game(context, target, PLAN.game))
     if (nativeEcho !== undefined && "binary" in nativeLoad) {
       const native = { backend: { ask: nativeEcho.ask }, backendPid: nativeEcho.pid }
-      await interleave("gameNative", targets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
+      await interleave("gameNative", gameNativeTargets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
     }
-    if (only.includes("rate")) await interleave("rate", targets, PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    if (only.includes("rate")) {
+      await interleave("rate", [...targets, ...packetTargets, ...telemetryTargets], PLAN.rounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    }
+    const received = receiver === undefined ? undefined : await receiver.ask("snapshot")
     if (only.includes("status")) {
       await interleave("status", targets, PLAN.rounds, (target) => scenarios.statusPings(context, target, PLAN.status))
       // The cache is global to a Portal process: restart both with a TTL that makes nearly every ping ask the backend.
@@ -365,6 +406,7 @@ const main = async () => {
       `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
       `- HAProxy: ${"binary" in haproxy ? `${haproxy.version}, mode tcp, nbthread default, maxconn ${maxconn}, no splice options` : `n/a, ${haproxy.reason}`}` +
         `${haproxySplice === undefined ? "" : "; for the bulk rows \"HAProxy splicing\", a second HAProxy with option splice-request and option splice-response"}.`,
+      `- Portal offline and client_only (packet modes): measured by the native game load (a real login into play, then frames of the compressed format; client_only also logs in online and encrypts) and the connection rate (client_only answering the Encryption Request, with a fake session service on CPU ${LOAD_CPU}); both forward with legacy forwarding.`,
       `- Portal: commit ${revision}, run as \`${["node", ...PORTAL_NODE_FLAGS, ...portalFlags, "dist/main.js"].join(" ")}\`, log level warn, [status_cache] ttl ${DEFAULT_STATUS_TTL} (1ms for the "asking the backend" row); zero_copy ${zeroCopy.available ? "splices" : `is unavailable (${zeroCopy.reason}) and relays as passthrough`}.`,
       pinned
         ? `- Each proxy pinned to CPU ${PROXY_CPU}; backend, load generators and orchestrator pinned to CPU ${LOAD_CPU}; ` +
@@ -374,6 +416,11 @@ const main = async () => {
         ("binary" in nativeLoad
           ? `the rows "2. Game-shaped load, native load" from the same traffic generated and echoed in C (bench/native/gameload.c), which the latency targets use.`
           : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
+      received === undefined
+        ? "- Telemetry rows: not run (they need the passthrough target and the rate scenario)."
+        : `- Telemetry rows: Portal passthrough with \`[telemetry]\` enabled and its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
+          `exporting over OTLP/gRPC (the default), and over OTLP/HTTP, to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
+          `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run).`,
       `- Rounds: ${PLAN.rounds} (game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}, multi-core ${PLAN.coresRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
       ...(only.includes("cores")
         ? [

@@ -167,12 +167,14 @@ export const game = async (context, target, size) => gameSample(await timed(cont
  */
 export const gameNative = async (context, target, size, binary) => {
   if (target.game === undefined) throw new Error(`${target.name} has no route to the native echo backend`)
-  return gameSample(await timed(context, target, size, {}, { ...target.game, makeGenerator: () => nativeGenerator(binary) }))
+  const { port, host, flavour } = target.game
+  return gameSample(await timed(context, target, size, {}, { port, host, makeGenerator: () => nativeGenerator(binary, flavour) }))
 }
 
 /** @param {Context} context @param {Target} target @param {Size} size @param {"rate" | "status"} mode */
 const perSecond = async (context, target, size, mode) => {
-  const run = await timed(context, target, size, { mode })
+  // client_only: the generator logs in online (Encryption Response, then encrypted bytes).
+  const run = await timed(context, target, size, { mode, online: target.name === "client_only" })
   return {
     perSecond: (run.after.load.completed - run.before.load.completed) / run.seconds,
     cpuPercent: run.cpu === undefined ? undefined : (run.cpu / run.seconds) * 100,

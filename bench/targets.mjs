@@ -1,8 +1,9 @@
 // @ts-check
 /**
  * The four targets a scenario runs against: the backend directly, HAProxy in `mode tcp`, Portal `passthrough` and
- * Portal `zero_copy`; and, for the bulk scenario only, HAProxy splicing. Each proxy is a process of its own, pinned
- * to the proxy CPU, its output kept in a log file.
+ * Portal `zero_copy`; for the bulk scenario only, HAProxy splicing; for the native game load and the connection rate
+ * only, Portal's packet modes `offline` and `client_only` (the latter with a fake session service). Each proxy is a
+ * process of its own, pinned to the proxy CPU, its output kept in a log file.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { accessSync, constants, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs"
@@ -28,8 +29,8 @@ export const DEFAULT_STATUS_TTL = "5s"
  * @typedef {object} Target
  * @property {string} name
  * @property {number} port where the load generator connects
- * @property {{ port: number, host: string }} [game] where the native game load connects, and the server address it
- *   names, to reach the native echo backend
+ * @property {{ port: number, host: string, flavour?: "raw" | "framed" | "encrypted" }} [game] where the native game
+ *   load connects, the server address it names to reach the native echo backend, and how it logs in
  * @property {() => number | undefined} pid the proxy process, undefined for the direct connection
  * @property {(options?: { statusTtl?: string }) => Promise<void>} restart a fresh process (Portal: with this TTL)
  * @property {() => Promise<void>} stop
@@ -37,14 +38,14 @@ export const DEFAULT_STATUS_TTL = "5s"
 
 /**
  * Starts a proxy process; resolves once it accepts connections.
- * @param {{ name: string, command: string, args: Array<string>, port: number, logFile: string, cpu: number | string | undefined }} spec
+ * @param {{ name: string, command: string, args: Array<string>, port: number, logFile: string, cpu: number | string | undefined, env?: Record<string, string> }} spec
  */
 const startProcess = async (spec) => {
   const log = openSync(spec.logFile, "a")
   const [command, args] =
     spec.cpu === undefined ? [spec.command, spec.args] : ["taskset", ["-c", String(spec.cpu), spec.command, ...spec.args]]
   // taskset execs the command: the pid is the proxy's own. Shutdown grace is for players, not for a bench.
-  const child = spawn(command, args, { stdio: ["ignore", log, log], env: { ...process.env, PORTAL_SHUTDOWN_GRACE_MS: "200" } })
+  const child = spawn(command, args, { stdio: ["ignore", log, log], env: { ...process.env, PORTAL_SHUTDOWN_GRACE_MS: "200", ...spec.env } })
   const exited = new Promise((resolve) => child.once("exit", resolve))
   const logTail = () => readFileSync(spec.logFile, "utf8").split("\n").slice(-20).join("\n")
   await waitForPort(spec.port, () =>
@@ -73,24 +74,27 @@ export const directTarget = (backendPort, nativeEchoPort) => ({
 
 /**
  * Portal in one proxy mode. With `nativeEchoPort`, a second server, GAME_DOMAIN, relays to the native echo backend.
- * `workers` is its `worker_threads` (1 unless given: the data plane on the main thread); `globals` and `tables` are
- * more lines of proxy.toml (top-level keys, and tables); `name` tells it from another Portal in the same mode.
- * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy", cpu: number | string | undefined, nodeFlags: Array<string>, workers?: number, globals?: string, tables?: string, name?: string }} spec
+ * The packet modes forward the player with `legacy` forwarding (a client_only setup forwards the skin); client_only
+ * asks `sessionServer`. `workers` is its `worker_threads` (1 unless given: the data plane on the main thread);
+ * `globals` and `tables` are more lines of proxy.toml (top-level keys, and tables); `telemetry` a `[telemetry]` table
+ * to add; `name` tells it from another Portal in the same mode (with `telemetry`, the name is its own).
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | string | undefined, nodeFlags: Array<string>, sessionServer?: string, workers?: number, globals?: string, tables?: string, name?: string, telemetry?: { name: string, table: string } }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {
-  const name = spec.name ?? spec.mode
+  const name = spec.telemetry?.name ?? spec.name ?? spec.mode
   const dir = path.join(spec.dir, `portal-${name}`)
   mkdirSync(path.join(dir, "servers"), { recursive: true })
+  const packet = spec.mode === "offline" || spec.mode === "client_only"
   const server = (/** @type {string} */ domain, /** @type {number} */ backendPort) =>
-    `domains = ["${domain}"]\naddresses = ["127.0.0.1:${backendPort}"]\nproxy_mode = "${spec.mode}"\n`
+    `domains = ["${domain}"]\naddresses = ["127.0.0.1:${backendPort}"]\nproxy_mode = "${spec.mode}"\n${packet ? 'forwarding_mode = "legacy"\n' : ""}`
   writeFileSync(path.join(dir, "servers", "bench.toml"), server(DOMAIN, spec.backendPort))
   if (spec.nativeEchoPort !== undefined) writeFileSync(path.join(dir, "servers", "game.toml"), server(GAME_DOMAIN, spec.nativeEchoPort))
   /** @param {string} ttl */
   const start = (ttl) => {
     writeFileSync(
       path.join(dir, "proxy.toml"),
-      `bind = "127.0.0.1:${spec.port}"\nworker_threads = ${spec.workers ?? 1}\n${spec.globals ?? ""}\n[status_cache]\nttl = "${ttl}"\n${spec.tables ?? ""}`
+      `bind = "127.0.0.1:${spec.port}"\nworker_threads = ${spec.workers ?? 1}\n${spec.globals ?? ""}\n[status_cache]\nttl = "${ttl}"\n${spec.tables ?? ""}${spec.telemetry?.table ?? ""}`
     )
     return startProcess({
       name: `Portal ${name}`,
@@ -98,14 +102,17 @@ export const portalTarget = async (spec) => {
       args: [...PORTAL_NODE_FLAGS, ...spec.nodeFlags, PORTAL_MAIN, "--config", path.join(dir, "proxy.toml"), "--log-level", "warn", "--log-format", "json"],
       port: spec.port,
       logFile: path.join(spec.dir, `portal-${name}.log`),
-      cpu: spec.cpu
+      cpu: spec.cpu,
+      env: spec.sessionServer === undefined ? {} : { PORTAL_SESSION_SERVER: spec.sessionServer }
     })
   }
   let running = await start(DEFAULT_STATUS_TTL)
   return {
     name,
     port: spec.port,
-    ...(spec.nativeEchoPort === undefined ? {} : { game: { port: spec.port, host: GAME_DOMAIN } }),
+    ...(spec.nativeEchoPort === undefined
+      ? {}
+      : { game: { port: spec.port, host: GAME_DOMAIN, flavour: spec.mode === "offline" ? "framed" : spec.mode === "client_only" ? "encrypted" : "raw" } }),
     pid: () => running.pid,
     restart: async (options = {}) => {
       await running.stop()

@@ -16,6 +16,7 @@ const SCENARIO_ROWS = [
   "| 2. Game-shaped load, native load | round trip p99",
   "| 2. Game-shaped load, native load | added p99 over direct",
   "| 3. Connection rate | logins per second",
+  "| 3. Connection rate | logins per second, telemetry on",
   "| 4. Status pings | pings per second, Portal from its cache",
   "| 4. Status pings | pings per second, Portal asking the backend",
   "| 5. Memory | proxy RSS per idle session"
@@ -34,6 +35,15 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     // its round trips are numbers and the latency target is judged on it.
     expect(stdout).toMatch(/\| 2\. Game-shaped load, native load \| round trip p99 \(ms\) \| \d+\.\d{3} \| (?:\d+\.\d{3}|n\/a) \| \d+\.\d{3} \| \d+\.\d{3} \|/)
     expect(stdout).toMatch(/\| zero_copy game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    // The packet modes: their native game load (framed, and encrypted with libcrypto) and their logins ran.
+    expect(stdout).toMatch(/\| offline game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| client_only game p99 added latency < 1 ms \(native load\) \| -?\d+\.\d{3} ms \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| offline game proxy CPU ≤ 2× passthrough \(native load\) \| \d+\.\d{2}× passthrough \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| client_only logins ≥ 1,000\/s \(one core\) \| [\d,]+\/s \| (PASS|MISS) \|/)
+    // The telemetry row: Portal exported its traces and metrics to the bench's receiver.
+    expect(stdout).toMatch(/\| passthrough logins\/s with telemetry on ≥ 0\.9× off \| \d+\.\d{2}× off \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/Telemetry rows: .* \([1-9]\d* export requests/)
+    expect(stdout).toContain("| 3. Connection rate | logins per second, telemetry on over OTLP/HTTP")
   })
 })
 

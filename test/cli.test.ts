@@ -132,10 +132,28 @@ describe("--check", () => {
   })
 
   it("notes configured features that are not active yet", () => {
-    const dir = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:4318"`)
+    const dir = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true`)
     const result = runPortal(["--check", "--config", dir.configFile])
     expect(result.status).toBe(0)
-    expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\]: OpenTelemetry export is not active yet/)
+    expect(result.stdout).toMatch(/note: configured but not active yet: \[telemetry\.traces\]: there is no endpoint: traces are not recorded/)
+    expect(result.stdout).toMatch(/\[telemetry\.metrics\]: there is no endpoint and no admin API: metrics go nowhere/)
+    // With an endpoint telemetry is active: nothing to note.
+    const exported = makeConfigDir(`worker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:4318"`)
+    expect(runPortal(["--check", "--config", exported.configFile]).stdout).not.toMatch(/telemetry/)
+  })
+
+  it("warns about a client_only server without forwarding, and modern forwarding on a raw mode", () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "auth.toml": `domains = ["a.example.com"]\naddresses = ["127.0.0.1:25566"]\nproxy_mode = "client_only"`,
+      "fwd.toml": `domains = ["b.example.com"]\naddresses = ["127.0.0.1:25567"]\nproxy_mode = "client_only"\nforwarding_mode = "legacy"`,
+      "raw.toml": `domains = ["c.example.com"]\naddresses = ["127.0.0.1:25568"]\nforwarding_mode = "modern"`
+    })
+    const result = runPortal(["--check", "--config", dir.configFile])
+    expect(result.status).toBe(0)
+    expect(result.stdout).toMatch(/warning: .*auth\.toml: proxy_mode: client_only authenticates players, but the server has no forwarding/)
+    expect(result.stdout).not.toMatch(/fwd\.toml: proxy_mode/)
+    expect(result.stdout).toMatch(/warning: .*raw\.toml: forwarding_mode: modern forwarding needs a packet proxy mode/)
+    expect(result.stdout).not.toMatch(/client_only.*not active yet/)
   })
 
   it("notes keepalive values the kernel refuses", () => {

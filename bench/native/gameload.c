@@ -6,11 +6,17 @@
 //
 //   gameload echo
 //     Listens on 127.0.0.1 (a free port), prints {"port":N}. For each connection: reads the handshake and Login
-//     Start frames, writes FIRST_BYTES (as bench/backend.mjs does), then sends back every byte it receives.
-//   gameload game PORT HOST SESSIONS PERIOD_MS CONCURRENCY
+//     Start frames, writes FIRST_BYTES (as bench/backend.mjs does), then sends back every byte it receives. A player
+//     named "frame" gets a real login for the packet modes instead (protocol 769, compression threshold 256): Set
+//     Compression and Login Success, Finish Configuration after the Login Acknowledged, and the echo after the
+//     client's Finish Configuration.
+//   gameload game PORT HOST SESSIONS PERIOD_MS CONCURRENCY [raw|framed|encrypted]
 //     Logs SESSIONS sessions in through PORT as player "echo" with server address HOST, at most CONCURRENCY at a
 //     time, prints {"ready":N,"errors":E,"firstError":"..."}; then each session sends a 100-byte packet every
-//     PERIOD_MS, phases spread evenly, stamped with its send time, and times the echo.
+//     PERIOD_MS, phases spread evenly, stamped with its send time, and times the echo. `framed` logs in as "frame"
+//     and follows the login into play (for Portal's offline mode), each packet then a valid frame of the compressed
+//     format; `encrypted` does an online-mode login first (RSA, then AES-CFB8 both ways, for client_only), which
+//     needs OpenSSL's libcrypto (built with -DWITH_CRYPTO -lcrypto).
 //
 // Both answer the line "snapshot" on stdin with one JSON line: the echo backend {"open":N}; the generator
 // {"open":N,"errors":E,"firstError":"...","rtt":{"count":C,"p50":ms,"p99":ms}} over the echoes since the previous
@@ -30,11 +36,24 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef WITH_CRYPTO
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+#endif
 
 #define PACKET_BYTES 100
 #define LOGIN_TIMEOUT_S 10
 #define MAX_PENDING_OUT (1 << 20)
 static const unsigned char FIRST_BYTES[] = {0x03, 0x03, 0x80, 0x02};
+// Protocol 769 under compression (dataLength 0): Login Success (UUID, "frame", no properties), Finish Configuration,
+// and the serverbound Login Acknowledged / Finish Configuration (both id 3 in 769).
+static const unsigned char LOGIN_SUCCESS[] = {25, 0x00, 0x02, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+                                              0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 5, 'f', 'r', 'a', 'm', 'e', 0};
+static const unsigned char EMPTY_PACKET_3[] = {0x02, 0x00, 0x03};
+// A play packet id (serverbound and clientbound in 769) that Portal passes without looking at it.
+#define GAME_PACKET_ID 0x1c
 static const uint32_t STDIN_TAG = UINT32_MAX, LISTEN_TAG = UINT32_MAX - 1, TIMER_TAG = UINT32_MAX - 2;
 
 static double nowMs(void) {
@@ -83,7 +102,8 @@ static int readCommands(void (*onSnapshot)(void)) {
 typedef struct {
   int fd;  // -1 when free
   int loggedIn;
-  int frames;  // handshake and Login Start frames seen
+  int framed;  // the player is "frame": a packet-mode login
+  int frames;  // frames seen before the echo: handshake, Login Start (and for "frame" the two acknowledgements)
   unsigned char in[1024];
   size_t inUsed;
   unsigned char* out;  // bytes the socket did not take yet
@@ -151,11 +171,12 @@ static int flushQueued(uint32_t index) {
   return 1;
 }
 
-// The frames before the relay: a VarInt length, then that many bytes; after the second, FIRST_BYTES and the rest
-// echoed. 0 when the connection had to close.
+// The frames before the relay: a VarInt length, then that many bytes. After the second (Login Start), FIRST_BYTES
+// (and for "frame" Login Success, then Finish Configuration after the third); the rest echoed. 0 when the
+// connection had to close.
 static int login(uint32_t index) {
   Conn* c = &conns[index];
-  while (c->frames < 2) {
+  while (c->frames < (c->framed ? 4 : 2)) {
     uint32_t length = 0;
     size_t at = 0;
     for (;; at++) {
@@ -167,12 +188,19 @@ static int login(uint32_t index) {
     size_t end = at + 1 + length;
     if (end > sizeof c->in) return 0;
     if (end > c->inUsed) return 1;
+    // Login Start: packet id 0, then the name.
+    if (c->frames == 1 && length >= 7 && memcmp(c->in + at + 1, "\x00\x05" "frame", 7) == 0) c->framed = 1;
     memmove(c->in, c->in + end, c->inUsed - end);
     c->inUsed -= end;
     c->frames++;
+    if (c->frames == 2) {
+      if (!sendOrQueue(index, FIRST_BYTES, sizeof FIRST_BYTES)) return 0;
+      if (c->framed && !sendOrQueue(index, LOGIN_SUCCESS, sizeof LOGIN_SUCCESS)) return 0;
+    } else if (c->frames == 3) {
+      if (!sendOrQueue(index, EMPTY_PACKET_3, sizeof EMPTY_PACKET_3)) return 0;
+    }
   }
   c->loggedIn = 1;
-  if (!sendOrQueue(index, FIRST_BYTES, sizeof FIRST_BYTES)) return 0;
   int ok = c->inUsed == 0 || sendOrQueue(index, c->in, c->inUsed);
   c->inUsed = 0;
   return ok;
@@ -249,13 +277,22 @@ static int runEcho(void) {
 // ---- the load generator ----
 
 enum { CONNECTING, LOGGING_IN, PLAYING, CLOSED };
+enum { RAW, FRAMED, ENCRYPTED };
+static int flavour = RAW;
 
 typedef struct {
   int fd;
   int state;
   size_t firstSeen;  // bytes of FIRST_BYTES received
+  int step;          // framed login: 0 Encryption Request (encrypted only), 1 Set Compression, 2 Login Success, 3 Finish Configuration
+  unsigned char in[1024];
+  size_t inUsed;
   unsigned char carry[PACKET_BYTES];
   size_t carryUsed;
+#ifdef WITH_CRYPTO
+  EVP_CIPHER_CTX* encrypt;
+  EVP_CIPHER_CTX* decrypt;
+#endif
 } Session;
 
 static Session* sessions;
@@ -272,6 +309,11 @@ static void fail(const char* what, int error) {
 static void endSession(int index, const char* what, int error) {
   Session* s = &sessions[index];
   if (s->state == CLOSED) return;
+#ifdef WITH_CRYPTO
+  EVP_CIPHER_CTX_free(s->encrypt);
+  EVP_CIPHER_CTX_free(s->decrypt);
+  s->encrypt = s->decrypt = NULL;
+#endif
   if (s->state == PLAYING) playing--;
   s->state = CLOSED;
   close(s->fd);
@@ -314,7 +356,8 @@ static size_t varInt(unsigned char* out, uint32_t value) {
   return n;
 }
 
-// Handshake (protocol 769, next state login) and Login Start (name "echo", a UUID), as bench/wire.mjs writes them.
+// Handshake (protocol 769, next state login) and Login Start (name "echo", or "frame" for the packet modes, a
+// UUID), as bench/wire.mjs writes them.
 static size_t loginBytes(unsigned char* out, const char* host, int port) {
   unsigned char body[300];
   size_t hostLength = strlen(host), b = 0, n = 0;
@@ -331,9 +374,10 @@ static size_t loginBytes(unsigned char* out, const char* host, int port) {
   n += b;
   b = 0;
   b += varInt(body + b, 0x00);
-  b += varInt(body + b, 4);
-  memcpy(body + b, "echo", 4);
-  b += 4;
+  const char* name = flavour == RAW ? "echo" : "frame";
+  b += varInt(body + b, (uint32_t)strlen(name));
+  memcpy(body + b, name, strlen(name));
+  b += strlen(name);
   memset(body + b, 0x42, 16);
   b += 16;
   n += varInt(out + n, (uint32_t)b);
@@ -366,6 +410,138 @@ static int connectSession(int index, int port) {
   return 1;
 }
 
+// Bytes to a session's socket, encrypted once the online login turned encryption on. 1 when all were taken.
+static int sendSession(Session* s, const unsigned char* bytes, size_t length) {
+  unsigned char out[256];
+  if (length > sizeof out) return 0;
+#ifdef WITH_CRYPTO
+  if (s->encrypt != NULL) {
+    int produced = 0;
+    EVP_EncryptUpdate(s->encrypt, out, &produced, bytes, (int)length);
+    bytes = out;
+  }
+#endif
+  return write(s->fd, bytes, length) == (ssize_t)length;
+}
+
+#ifdef WITH_CRYPTO
+// Answers an Encryption Request (the frame's packet data): a fresh secret and the token, both RSA-encrypted with
+// the proxy's key; then AES-128-CFB8 both ways. 0 on failure.
+static int answerEncryption(Session* s, const unsigned char* data, size_t length) {
+  size_t at = 1;  // packet id 0x01
+  uint32_t fields[3][2];  // offset and length of serverId, public key, verify token
+  for (int f = 0; f < 3; f++) {
+    uint32_t value = 0;
+    for (int i = 0;; i++) {
+      if (at >= length || i == 3) return 0;
+      value |= (uint32_t)(data[at] & 0x7f) << (7 * i);
+      if ((data[at++] & 0x80) == 0) break;
+    }
+    if (at + value > length) return 0;
+    fields[f][0] = (uint32_t)at;
+    fields[f][1] = value;
+    at += value;
+  }
+  unsigned char secret[16];
+  RAND_bytes(secret, sizeof secret);
+  const unsigned char* key = data + fields[1][0];
+  EVP_PKEY* pkey = d2i_PUBKEY(NULL, &key, fields[1][1]);
+  if (pkey == NULL) return 0;
+  unsigned char encSecret[256], encToken[256];
+  size_t secretLength = sizeof encSecret, tokenLength = sizeof encToken;
+  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new(pkey, NULL);
+  int ok = ctx != NULL && EVP_PKEY_encrypt_init(ctx) > 0 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) > 0 &&
+           EVP_PKEY_encrypt(ctx, encSecret, &secretLength, secret, sizeof secret) > 0 &&
+           EVP_PKEY_encrypt(ctx, encToken, &tokenLength, data + fields[2][0], fields[2][1]) > 0;
+  EVP_PKEY_CTX_free(ctx);
+  EVP_PKEY_free(pkey);
+  if (!ok || secretLength > 127 + 128 || tokenLength > 255) return 0;
+  unsigned char response[600];
+  size_t n = 0, body = 1 + varInt(response, (uint32_t)secretLength) + secretLength + varInt(response, (uint32_t)tokenLength) + tokenLength;
+  n += varInt(response + n, (uint32_t)body);
+  response[n++] = 0x01;
+  n += varInt(response + n, (uint32_t)secretLength);
+  memcpy(response + n, encSecret, secretLength);
+  n += secretLength;
+  n += varInt(response + n, (uint32_t)tokenLength);
+  memcpy(response + n, encToken, tokenLength);
+  n += tokenLength;
+  if (write(s->fd, response, n) != (ssize_t)n) return 0;
+  s->encrypt = EVP_CIPHER_CTX_new();
+  s->decrypt = EVP_CIPHER_CTX_new();
+  EVP_EncryptInit_ex(s->encrypt, EVP_aes_128_cfb8(), NULL, secret, secret);
+  EVP_DecryptInit_ex(s->decrypt, EVP_aes_128_cfb8(), NULL, secret, secret);
+  return 1;
+}
+#endif
+
+// The packet-mode login, frame by frame: (Encryption Request,) Set Compression, Login Success -> Login
+// Acknowledged, Finish Configuration -> its acknowledgement, then play. 1 once it left the login.
+static int advanceFramedLogin(int index) {
+  Session* s = &sessions[index];
+  ssize_t n = read(s->fd, s->in + s->inUsed, sizeof s->in - s->inUsed);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  if (n <= 0) {
+    endSession(index, "login", n == 0 ? ECONNRESET : errno);
+    return 1;
+  }
+#ifdef WITH_CRYPTO
+  if (s->decrypt != NULL) {
+    int produced = 0;
+    EVP_DecryptUpdate(s->decrypt, s->in + s->inUsed, &produced, s->in + s->inUsed, (int)n);
+  }
+#endif
+  s->inUsed += (size_t)n;
+  for (;;) {
+    uint32_t length = 0;
+    size_t at = 0;
+    for (;; at++) {
+      if (at == s->inUsed) return 0;
+      if (at == 3) {
+        endSession(index, "login frame", EPROTO);
+        return 1;
+      }
+      length |= (uint32_t)(s->in[at] & 0x7f) << (7 * at);
+      if ((s->in[at] & 0x80) == 0) break;
+    }
+    size_t end = at + 1 + length;
+    if (end > sizeof s->in) {
+      endSession(index, "login frame too long", EPROTO);
+      return 1;
+    }
+    if (end > s->inUsed) return 0;
+    int ok = 1;
+    if (s->step == 0) {
+#ifdef WITH_CRYPTO
+      ok = length > 0 && s->in[at + 1] == 0x01 && answerEncryption(s, s->in + at + 1, length);
+      // What came after the request was read before the decryption was on.
+      if (ok && end < s->inUsed) {
+        int produced = 0;
+        EVP_DecryptUpdate(s->decrypt, s->in + end, &produced, s->in + end, (int)(s->inUsed - end));
+      }
+#else
+      ok = 0;
+#endif
+    } else if (s->step == 2) {
+      ok = sendSession(s, EMPTY_PACKET_3, sizeof EMPTY_PACKET_3);  // Login Acknowledged
+    } else if (s->step == 3) {
+      ok = sendSession(s, EMPTY_PACKET_3, sizeof EMPTY_PACKET_3);  // Finish Configuration acknowledged
+    }
+    if (!ok) {
+      endSession(index, "login step", EPROTO);
+      return 1;
+    }
+    memmove(s->in, s->in + end, s->inUsed - end);
+    s->inUsed -= end;
+    if (++s->step == 4) {
+      s->state = PLAYING;
+      playing++;
+      s->inUsed = 0;
+      return 1;
+    }
+  }
+}
+
 // Moves a session through its login; 1 once it left the login (playing or closed).
 static int advanceLogin(int index, uint32_t events, const unsigned char* hello, size_t helloLength) {
   Session* s = &sessions[index];
@@ -384,9 +560,11 @@ static int advanceLogin(int index, uint32_t events, const unsigned char* hello, 
       return 1;
     }
     s->state = LOGGING_IN;
+    s->step = flavour == ENCRYPTED ? 0 : 1;
     rewatch(s->fd, (uint32_t)index, EPOLLIN);
     return 0;
   }
+  if (flavour != RAW) return advanceFramedLogin(index);
   unsigned char buffer[64];
   ssize_t n = read(s->fd, buffer, sizeof FIRST_BYTES - s->firstSeen);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
@@ -411,6 +589,12 @@ static void gameReadable(int index) {
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) return endSession(index, "closed while playing", n == 0 ? ECONNRESET : errno);
     double now = nowMs();
+#ifdef WITH_CRYPTO
+    if (s->decrypt != NULL) {
+      int produced = 0;
+      EVP_DecryptUpdate(s->decrypt, buffer, &produced, buffer, (int)n);
+    }
+#endif
     for (ssize_t at = 0; at < n;) {
       size_t take = PACKET_BYTES - s->carryUsed;
       if (take > (size_t)(n - at)) take = (size_t)(n - at);
@@ -419,7 +603,7 @@ static void gameReadable(int index) {
       at += (ssize_t)take;
       if (s->carryUsed == PACKET_BYTES) {
         double sentAt;
-        memcpy(&sentAt, s->carry, sizeof sentAt);
+        memcpy(&sentAt, s->carry + (flavour == RAW ? 0 : 3), sizeof sentAt);
         record(now - sentAt);
         s->carryUsed = 0;
       }
@@ -475,6 +659,14 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
   uint64_t sent = 0;
   unsigned char packet[PACKET_BYTES];
   memset(packet, 0x33, sizeof packet);
+  // In the packet modes each packet is a frame of the compressed format: length 99, dataLength 0, a packet id.
+  size_t stampAt = 0;
+  if (flavour != RAW) {
+    packet[0] = PACKET_BYTES - 1;
+    packet[1] = 0x00;
+    packet[2] = GAME_PACKET_ID;
+    stampAt = 3;
+  }
   armTimer(timer, start);
   for (;;) {
     int n = epoll_wait(epollFd, events, 1024, -1);
@@ -489,10 +681,9 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
           Session* s = &sessions[sent % (uint64_t)count];
           if (s->state != PLAYING) continue;
           double stamp = nowMs();
-          memcpy(packet, &stamp, sizeof stamp);
+          memcpy(packet + stampAt, &stamp, sizeof stamp);
           // 100 bytes into a socket whose peer echoes them: a short write means the proxy stopped reading.
-          ssize_t written = write(s->fd, packet, sizeof packet);
-          if (written != (ssize_t)sizeof packet) endSession((int)(sent % (uint64_t)count), "write", written < 0 ? errno : EAGAIN);
+          if (!sendSession(s, packet, sizeof packet)) endSession((int)(sent % (uint64_t)count), "write", errno != 0 ? errno : EAGAIN);
         }
         armTimer(timer, start + sent * step);
       } else if (sessions[tag].state == PLAYING) {
@@ -507,11 +698,18 @@ int main(int argc, char** argv) {
   if (epollFd < 0) die("epoll_create1");
   fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
   if (argc == 2 && strcmp(argv[1], "echo") == 0) return runEcho();
-  if (argc == 7 && strcmp(argv[1], "game") == 0) {
+  if ((argc == 7 || argc == 8) && strcmp(argv[1], "game") == 0) {
     int port = atoi(argv[2]), count = atoi(argv[4]), concurrency = atoi(argv[6]);
+    if (argc == 8) flavour = strcmp(argv[7], "framed") == 0 ? FRAMED : strcmp(argv[7], "encrypted") == 0 ? ENCRYPTED : RAW;
+#ifndef WITH_CRYPTO
+    if (flavour == ENCRYPTED) {
+      fprintf(stderr, "gameload: built without OpenSSL: no encrypted logins\n");
+      return 2;
+    }
+#endif
     double period = atof(argv[5]);
     if (port > 0 && port < 65536 && count > 0 && period > 0 && concurrency > 0) return runGame(port, argv[3], count, period, concurrency);
   }
-  fprintf(stderr, "usage: gameload echo | gameload game PORT HOST SESSIONS PERIOD_MS CONCURRENCY\n");
+  fprintf(stderr, "usage: gameload echo | gameload game PORT HOST SESSIONS PERIOD_MS CONCURRENCY [raw|framed|encrypted]\n");
   return 2;
 }

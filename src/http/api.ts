@@ -35,6 +35,7 @@ import {
   PlayerPath,
   PlayerQuery,
   PlayerView,
+  PrometheusText,
   ProxyInfo,
   ReloadResult,
   ServerPath,
@@ -69,6 +70,15 @@ export class HealthGroup extends HttpApiGroup.make("health")
 export class ProxyGroup extends HttpApiGroup.make("proxy")
   .add(HttpApiEndpoint.get("info", "/proxy").addSuccess(ProxyInfo))
   .add(HttpApiEndpoint.get("stats", "/stats").addSuccess(StatsView))
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(PrometheusText)
+      .addError(NotFoundError)
+      .annotate(
+        OpenApi.Description,
+        "The telemetry metrics in Prometheus' text format; 404 unless [telemetry] is enabled with its metrics (docs/telemetry.md)."
+      )
+  )
   .add(HttpApiEndpoint.get("openapi", "/openapi.json").addSuccess(OpenApiDocument))
   .add(
     HttpApiEndpoint.get("events", "/events")

@@ -23,6 +23,7 @@ import { ConfigEditor } from "../services/ConfigEditor.js"
 import { Lifecycle } from "../services/Lifecycle.js"
 import { PlayerRegistry } from "../services/PlayerRegistry.js"
 import { ServerManager } from "../services/ServerManager.js"
+import { Telemetry } from "../services/Telemetry.js"
 import { AdminApi, Authorization } from "./api.js"
 import type { EventHub } from "./events.js"
 import { isBodyTooLarge } from "./limits.js"
@@ -108,23 +109,30 @@ export const makeHandlers = (views: Views, hub: EventHub) => {
     })
   )
 
+  const metricsOff = new NotFound({
+    error: errorBody("not_found", "metrics are served when [telemetry] is enabled with [telemetry.metrics] enabled")
+  })
+
   const Proxy = HttpApiBuilder.group(AdminApi, "proxy", (handlers) =>
-    handlers
-      .handle("info", () => views.proxyInfo)
-      .handle("stats", () => views.statsView)
-      .handle("openapi", () => Effect.succeed(HttpServerResponse.unsafeJson(openapi)))
-      .handleRaw("events", ({ request }) =>
-        Effect.sync(() => {
-          const last = Number(request.headers["last-event-id"])
-          const body = hub.stream(Number.isInteger(last) && last >= 0 ? last : undefined).pipe(Stream.encodeText)
-          return HttpServerResponse.stream(body, {
-            contentType: "text/event-stream",
-            // `connection: close`: once a stream ends (Portal stopping) its connection goes too, instead of idling
-            // in keep-alive while the HTTP server waits for it to close.
-            headers: { "cache-control": "no-store", "x-accel-buffering": "no", connection: "close" }
+    Effect.map(Telemetry, (telemetry) =>
+      handlers
+        .handle("info", () => views.proxyInfo)
+        .handle("stats", () => views.statsView)
+        .handle("metrics", () => telemetry.prometheus ?? Effect.fail(metricsOff))
+        .handle("openapi", () => Effect.succeed(HttpServerResponse.unsafeJson(openapi)))
+        .handleRaw("events", ({ request }) =>
+          Effect.sync(() => {
+            const last = Number(request.headers["last-event-id"])
+            const body = hub.stream(Number.isInteger(last) && last >= 0 ? last : undefined).pipe(Stream.encodeText)
+            return HttpServerResponse.stream(body, {
+              contentType: "text/event-stream",
+              // `connection: close`: once a stream ends (Portal stopping) its connection goes too, instead of idling
+              // in keep-alive while the HTTP server waits for it to close.
+              headers: { "cache-control": "no-store", "x-accel-buffering": "no", connection: "close" }
+            })
           })
-        })
-      )
+        )
+    )
   )
 
   const Players = HttpApiBuilder.group(AdminApi, "players", (handlers) =>

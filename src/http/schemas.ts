@@ -73,6 +73,11 @@ export const Problem = Schema.Struct({
 /** A TOML file's text: sent as `application/toml` (`text/plain` is accepted too). */
 export const TomlText = HttpApiSchema.Text({ contentType: "application/toml" }).annotations({ identifier: "TomlText" })
 
+/** Metrics in Prometheus' text exposition format (version 0.0.4). */
+export const PrometheusText = HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }).annotations({
+  identifier: "PrometheusText"
+})
+
 // ---------------------------------------------------------------------------------------------------------------
 // Portal itself.
 

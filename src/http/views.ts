@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import { availableParallelism } from "node:os"
 import type { ServerDefinition } from "../schema/decode.js"
@@ -18,6 +19,7 @@ import { Lifecycle } from "../services/Lifecycle.js"
 import { PlayerRegistry, type SessionSnapshot } from "../services/PlayerRegistry.js"
 import { ServerManager } from "../services/ServerManager.js"
 import { Stats } from "../services/Stats.js"
+import { WorkerCensus } from "../services/WorkerPool.js"
 import type { BanView, PlayerView, ServerView, StatsView } from "./schemas.js"
 
 export const playerView = (session: SessionSnapshot): PlayerView => ({
@@ -150,6 +152,7 @@ export const makeViews = Effect.gen(function* () {
     return view
   })
 
+  const census = yield* Effect.serviceOption(WorkerCensus)
   const proxyInfo = Effect.gen(function* () {
     const snapshot = yield* store.get
     const now = Date.now()
@@ -160,7 +163,11 @@ export const makeViews = Effect.gen(function* () {
       uptime_seconds: Math.max(0, Math.floor((now - lifecycle.startedAt) / 1000)),
       bind: formatHostPort(global.bind),
       web_bind: global.web === undefined ? "" : formatHostPort(global.web.bind),
-      workers: { configured: global.worker_threads === 0 ? availableParallelism() : global.worker_threads, running: 1 },
+      workers: {
+        configured: global.worker_threads === 0 ? availableParallelism() : global.worker_threads,
+        // Worker threads relaying now; without a pool the main thread relays alone.
+        running: Option.isSome(census) ? (yield* Ref.get(census.value)).length : 1
+      },
       players_online: yield* registry.total,
       servers: snapshot.servers.size,
       features: { active: activeFeatures(snapshot), inactive: inactiveFeatures(global, snapshot.servers.values()) }

@@ -12,7 +12,7 @@ import { formatProblem } from "../schema/problems.js"
 import { loadConfiguration } from "../services/config/fileStore.js"
 import type { DiscoveryCheck } from "../services/ContainerDiscovery.js"
 import { displayPath } from "../services/config/load.js"
-import { inactiveFeatureLines, summarize } from "./Startup.js"
+import { inactiveFeatureLines, summarize, warningLines } from "./Startup.js"
 
 /**
  * What discovery would do now. Not a problem of the configuration: the runtime may be elsewhere when `--check` runs,
@@ -52,6 +52,7 @@ export const runCheck = (configFile: string) =>
       )
     }
     for (const line of inactiveFeatureLines(snapshot)) process.stdout.write(`note: ${line}\n`)
+    for (const line of warningLines(snapshot)) process.stdout.write(`warning: ${line}\n`)
     const containers = snapshot.global.containers
     if (containers !== undefined) {
       const { checkContainers } = yield* Effect.promise(() => import("../services/ContainerDiscovery.js"))

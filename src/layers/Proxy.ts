@@ -22,7 +22,8 @@ import { ServerManager, type ServerManagerOptions } from "../services/ServerMana
 import { Session } from "../services/Session.js"
 import { Stats } from "../services/Stats.js"
 import { StatusService } from "../services/StatusService.js"
-import { WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
+import { WorkerCensus, WorkerPool, type WorkerPoolOptions } from "../services/WorkerPool.js"
+import { TelemetryLayer } from "./Telemetry.js"
 import { WebLayer } from "./Web.js"
 
 /** What a proxy layer can be built with besides its defaults (development mode, tests). */
@@ -34,22 +35,37 @@ export interface ProxyOptions {
   readonly backend?: Layer.Layer<Backend, never, Balancer>
 }
 
-/** Every service of the connection path, up to Session; nothing listens yet. */
-export const makeSessionLayer = (options: ProxyOptions = {}) => {
-  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Relay.Default, Stats.Default)
-  const Edges = Layer.mergeAll(
+/** State every configuration of the main thread has: the registry, the balancer's view, the stats. */
+const MainState = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Stats.Default)
+
+/** The control plane's services (whichever thread relays players): bans, server managers, health checks, dialing. */
+const controlServices = (options: ProxyOptions) =>
+  Layer.mergeAll(
     options.backend ?? Backend.Default,
     Forwarding.Default,
-    Router.Default,
     RateLimiter.Default,
-    IpFilter.Default,
     options.bans ?? BanStore.Default,
     HealthMonitor.Default,
     ServerManager.Default(options.serverManager)
-  ).pipe(Layer.provideMerge(State))
-  const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
-  return Session.Default.pipe(Layer.provideMerge(Answers))
-}
+  )
+
+/** The status cache and the ban enforcement on top of the rest. */
+const withAnswers = <A, E, R>(edges: Layer.Layer<A, E, R>) =>
+  Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(edges))
+
+/**
+ * Every service of the connection path, up to Session; nothing listens yet. Telemetry reads the services' counters and
+ * takes the connections' traces; it stops after the listener has drained.
+ */
+export const makeSessionLayer = (options: ProxyOptions = {}) =>
+  Session.Default.pipe(
+    Layer.provideMerge(TelemetryLayer),
+    Layer.provideMerge(
+      withAnswers(
+        Layer.mergeAll(controlServices(options), Router.Default, IpFilter.Default).pipe(Layer.provideMerge(Layer.merge(MainState, Relay.Default)))
+      )
+    )
+  )
 
 /**
  * Every service of the proxy, the web admin server when `[web]` is configured, then the listener; accepting starts
@@ -71,21 +87,12 @@ export const makeProxyLayer = (options: ProxyOptions = {}) => {
  * server managers, health checks, the status cache, the registry of every worker's sessions) and the worker pool.
  */
 export const makeControlLayer = (options: ProxyOptions & { readonly workers: WorkerPoolOptions }) => {
-  const State = Layer.mergeAll(PlayerRegistry.Default, Balancer.Default, Stats.Default)
-  const Edges = Layer.mergeAll(
-    options.backend ?? Backend.Default,
-    Forwarding.Default,
-    RateLimiter.Default,
-    options.bans ?? BanStore.Default,
-    HealthMonitor.Default,
-    ServerManager.Default(options.serverManager)
-  ).pipe(Layer.provideMerge(State))
-  const Answers = Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(Edges))
   const pool = Lifecycle.drainNotice.pipe(
     Layer.provideMerge(WorkerPool.layer(options.workers)),
     Layer.provideMerge(WebLayer),
-    Layer.provideMerge(Answers),
-    Layer.provideMerge(Lifecycle.Default)
+    Layer.provideMerge(TelemetryLayer),
+    Layer.provideMerge(withAnswers(controlServices(options).pipe(Layer.provideMerge(MainState)))),
+    Layer.provideMerge(Layer.merge(Lifecycle.Default, WorkerCensus.layer))
   )
   return Layer.effect(ListeningAddress, Effect.map(WorkerPool, (workers) => workers.address)).pipe(Layer.provideMerge(pool))
 }

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { ConfigSnapshot } from "../services/ConfigStore.js"
 import { displayPath } from "../services/config/load.js"
-import { inactiveFeatures } from "../services/config/features.js"
+import { configurationWarnings, inactiveFeatures } from "../services/config/features.js"
 
 export const summarize = (snapshot: ConfigSnapshot): string => {
   const servers = [...snapshot.servers.values()]
@@ -21,6 +21,10 @@ export const inactiveFeatureLines = (snapshot: ConfigSnapshot): Array<string> =>
     (feature) => `configured but not active yet: ${feature.where}: ${feature.what}`
   )
 
+/** Settings that work but probably not as meant (a client_only server without forwarding, ...). */
+export const warningLines = (snapshot: ConfigSnapshot): Array<string> =>
+  configurationWarnings(snapshot.global, snapshot.servers.values()).map((warning) => `${warning.where}: ${warning.what}`)
+
 export const logStartup = (snapshot: ConfigSnapshot) =>
   Effect.gen(function* () {
     yield* Effect.logInfo(summarize(snapshot).replace(" is valid:", " loaded:"))
@@ -32,4 +36,5 @@ export const logStartup = (snapshot: ConfigSnapshot) =>
       )
     }
     for (const line of inactiveFeatureLines(snapshot)) yield* Effect.logWarning(line)
+    for (const line of warningLines(snapshot)) yield* Effect.logWarning(line)
   })

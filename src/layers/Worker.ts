@@ -2,8 +2,9 @@
  * A worker thread's data plane: its listening socket, the session pipeline and the relays, built from replicas of
  * what the main thread owns (the configuration, the ban index, the servers' states), the state shared by every
  * thread (rate windows, handshakes in progress, connection and player counts, balancer state), and calls to the
- * main thread for what only it can do (wake a sleeping server, answer a ping from the status cache). The sessions it
- * admits are reported to the main thread's registry; the main thread can end one with a reason.
+ * main thread for what only it can do (wake a sleeping server, answer a ping from the status cache, look players up
+ * for the BungeeCord channel). The sessions it admits are reported to the main thread's registry; the main thread
+ * can end one with a reason, and hands it BungeeCord deliveries for its players.
  *
  * It loads no schema and no configuration file code: the configuration arrives decoded (workers/snapshotWire.ts).
  */
@@ -31,10 +32,14 @@ import { releaseOnce } from "../services/once.js"
 import { PlayerRegistry, type PlayerRegistryDataPlane } from "../services/PlayerRegistry.js"
 import { rateLimiterDataPlane } from "../services/RateLimiter.js"
 import { Relay } from "../services/Relay.js"
+import { deliverHere } from "../services/relay/packet/bungee.js"
+import type { ChannelNetwork, ChannelSession } from "../services/relay/packet/PacketStart.js"
 import { Router } from "../services/Router.js"
 import type { EnsureResult } from "../services/ServerManager.js"
+import { MOJANG_SESSION_SERVER } from "../services/session/authentication.js"
 import { makePipeline } from "../services/session/pipeline.js"
 import { statsDataPlane } from "../services/Stats.js"
+import { type ConnectionTrace, makeTracing } from "../services/telemetry/connectionTrace.js"
 import { SharedMemory } from "../services/SharedMemory.js"
 import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
 import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
@@ -48,6 +53,8 @@ import { logFieldsOf } from "../services/log/connectionFields.js"
 /** A wake waits up to 25 s on the main thread; the call allows for that and a little more. */
 const WAKE_CALL_MS = 60_000
 const STATUS_CALL_MS = 10_000
+/** A BungeeCord lookup: the main thread answers at once from its registry, unless it is stopping. */
+const CHANNEL_CALL_MS = 5_000
 
 /** The answer a ping gets when the main thread cannot give one (it is stopping): the server shown unreachable. */
 const unreachableAnswer = (request: StatusRequest): StatusAnswer => {
@@ -67,18 +74,25 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
   const post = (message: FromWorker) => port.postMessage(message)
   const calls = makeCalls((message) => port.postMessage(message))
 
-  // Session events and log lines go to the main thread in batches, one message of each per turn of the event loop.
+  // Session events, log lines and finished traces go to the main thread in batches, one message of each per turn of
+  // the event loop.
   let pending: Array<SessionEvent> = []
   let logs: Array<WorkerLogRecord> = []
+  let traces: Array<ConnectionTrace> = []
   let flushing = false
   const flush = () => {
     flushing = false
     const events = pending
     const records = logs
+    const finished = traces
     pending = []
     logs = []
     if (records.length > 0) post({ _tag: "Logs", records })
     if (events.length > 0) post({ _tag: "Sessions", events })
+    if (finished.length > 0) {
+      traces = []
+      post({ _tag: "Traces", traces: finished })
+    }
   }
   const soon = () => {
     if (flushing) return
@@ -117,7 +131,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     const runtime = yield* Effect.runtime<never>()
 
     /** The local registry's data plane, telling the main thread what comes and goes. */
-    const reported: PlayerRegistryDataPlane = {
+    const reported: Pick<PlayerRegistryDataPlane, "admit" | "countFor"> = {
       countFor: registry.dataPlane.countFor,
       admit: (server, entry, since) => {
         const lease = registry.dataPlane.admit(server, entry, since)
@@ -127,6 +141,10 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
         return {
           id: lease.id,
           attachEnder: lease.attachEnder,
+          identify: (name, uuid) => {
+            lease.identify(name, uuid)
+            emit({ _tag: "Identified", sessionId: entry.id, name, uuid })
+          },
           attachBackend: (backendAddress, bytes) => {
             meter = bytes
             lease.attachBackend(backendAddress, bytes)
@@ -141,6 +159,22 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       }
     }
 
+    const runFork = Runtime.runFork(runtime)
+    /** The BungeeCord channel proxy-wide: lookups in the main thread's registry, deliveries routed by it. */
+    const channel: ChannelNetwork = {
+      lookup: (query, reply) =>
+        runFork(
+          Effect.flatMap(
+            Effect.either(
+              calls.call<ReadonlyArray<ChannelSession>>("a BungeeCord lookup", CHANNEL_CALL_MS, (id) => ({ _tag: "Call", id, method: "channelLookup", query }))
+            ),
+            (answer) => Effect.sync(() => (answer._tag === "Right" ? reply(answer.right) : reply([], answer.left.message)))
+          )
+        ),
+      // Forwarded data of its own (a view into a pooled Buffer would take the whole pool along).
+      route: (delivery) => post({ _tag: "ChannelRoute", delivery: "data" in delivery ? { ...delivery, data: new Uint8Array(delivery.data) } : delivery })
+    }
+
     const handle = makePipeline({
       clock: yield* Effect.clock,
       snapshot: store.get,
@@ -150,6 +184,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       router: (yield* Router).dataPlane,
       balancer: (yield* Balancer).dataPlane,
       registry: reported,
+      channel,
       status: {
         answer: (request) =>
           calls
@@ -179,7 +214,15 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       relay: relay.dataPlane,
       logDetached: Runtime.runFork(runtime),
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
-      stats
+      stats,
+      tracing:
+        data.tracing === undefined
+          ? undefined
+          : makeTracing(data.tracing.samplingRatio, data.index + 1, (trace) => {
+              traces.push(trace)
+              soon()
+            }),
+      sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
 
     // Connection ids are unique across workers: this worker's count, with its index in the last three digits.
@@ -215,6 +258,15 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
               Effect.sync(() =>
                 post({ _tag: "Bytes", id: message.id, sessions: sessions.map(({ id, bytesIn, bytesOut }) => ({ id, bytesIn, bytesOut })) })
               )
+            )
+          )
+          return
+        case "Channel":
+          // In a fiber, as EndSession: a failure is logged (not thrown from the port's handler), and answered.
+          runFork(
+            Effect.sync(() => deliverHere(message.delivery)).pipe(
+              Effect.catchAllCause((cause) => Effect.as(Effect.logError("a BungeeCord delivery failed", cause), [] as ReadonlyArray<string>)),
+              Effect.flatMap((reached) => Effect.sync(() => post({ _tag: "ChannelDelivered", id: message.id, reached })))
             )
           )
           return

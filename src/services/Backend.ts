@@ -19,6 +19,9 @@ import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
 export interface AttemptFailure {
   readonly address: string
   readonly reason: string
+  /** When the attempt started and ended (`performance.now()`): telemetry's connect durations. */
+  readonly start: number
+  readonly end: number
 }
 
 export class BackendUnavailable extends Data.TaggedError("BackendUnavailable")<{
@@ -44,6 +47,9 @@ export interface Dialed {
   readonly socket: net.Socket
   readonly address: BackendAddress
   readonly failures: ReadonlyArray<AttemptFailure>
+  /** When the attempt that connected started and ended (`performance.now()`). */
+  readonly start: number
+  readonly end: number
 }
 
 const describeError = (error: unknown): string => {
@@ -102,6 +108,7 @@ const make = (connectTo: Connector) =>
         const attempt = (): void => {
           if (index >= limit) return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
           const address = order[index++]!
+          const start = performance.now()
           const current = connectTo(address)
           socket = current
           const settle = () => {
@@ -113,18 +120,19 @@ const make = (connectTo: Connector) =>
             settle()
             current.destroy()
             socket = undefined
-            failures.push({ address: formatHostPort(address), reason })
+            failures.push({ address: formatHostPort(address), reason, start, end: performance.now() })
             balancer.dataPlane.failed(server, address, monotonicMillisOf(clock))
             attempt()
           }
           const onError = (error: Error) => failed(describeError(error))
           const onConnect = () => {
+            const end = performance.now()
             settle()
             current.on("error", ignoreError) // errors surface through the relay
             applyKeepalive(current, keepaliveParams(global))
             balancer.dataPlane.succeeded(server, address, monotonicMillisOf(clock))
             socket = undefined
-            resume(Effect.succeed({ socket: current, address, failures }))
+            resume(Effect.succeed({ socket: current, address, failures, start, end }))
           }
           timer = setTimeout(() => failed(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`), timeoutMs)
           current.once("error", onError)

@@ -1,6 +1,8 @@
 /**
  * Forwarding: what the backend is told about the player. In the raw modes that is the handshake: its address
- * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port.
+ * (domain_rewrite, BungeeCord `legacy` / BungeeGuard `legacy_guard` payloads) and its port. In the packet modes the
+ * handshake is built the same way (with the authenticated profile's UUID and properties in client_only), and
+ * `modern` (Velocity) forwarding is answered by the packet relay with the secret read here (`modernSecret`).
  */
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -9,7 +11,7 @@ import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import type { ForwardingMode } from "../schema/common.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
-import { bungeeGuardProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
+import { bungeeGuardProperty, type GameProfileProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
 import { encodeHandshake, type Handshake, NEXT_STATE_LOGIN, NEXT_STATE_TRANSFER, splitAddress } from "../protocol/handshake.js"
 import type { LoginStart } from "../protocol/login.js"
 import { SecretReader } from "./forwarding/secretReader.js"
@@ -38,6 +40,12 @@ export interface BackendHandshakeInput {
   readonly clientIp: string
   /** Present for logins; status pings carry no player. */
   readonly login: LoginStart | undefined
+  /**
+   * A packet mode's player as the backend must know it (the authenticated profile in client_only): its UUID and
+   * properties go into legacy forwarding instead of Login Start's UUID. Its presence also lets `modern` through,
+   * since the packet relay answers the backend's forwarding request.
+   */
+  readonly profile?: { readonly uuid: string; readonly properties: ReadonlyArray<GameProfileProperty> } | undefined
 }
 
 /** The host and port the backend sees, per `domain_rewrite` (the port follows the host's choice). */
@@ -66,12 +74,14 @@ const encodeBackendHandshake = (
   if (mode === "none") address = target.host + suffix
   else {
     const login = input.login!
+    const profile = input.profile
+    const properties = profile?.properties ?? []
     // Markers are dropped: backends split this address on NUL and expect three or four fields.
     address = legacyForwardingAddress({
       host: target.host,
       clientIp: input.clientIp,
-      uuid: login.uuid ?? offlineUuid(login.name),
-      properties: mode === "legacy_guard" && secret !== undefined ? [bungeeGuardProperty(secret)] : []
+      uuid: profile?.uuid ?? login.uuid ?? offlineUuid(login.name),
+      properties: mode === "legacy_guard" && secret !== undefined ? [...properties, bungeeGuardProperty(secret)] : properties
     })
   }
   return encodeHandshake({ protocolVersion: input.handshake.protocolVersion, address, port: target.port, nextState })
@@ -115,6 +125,8 @@ export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding"
             encodeBackendHandshake(input, mode, secret)
           )
         case "modern":
+          // The packet relay answers the backend's request; the handshake itself carries nothing.
+          if (input.profile !== undefined) return Effect.succeed(encodeBackendHandshake(input, "none", undefined))
           return Effect.fail(
             new ForwardingUnavailable({
               reason: "modern (Velocity) forwarding needs a packet proxy mode, which this server does not use"
@@ -123,7 +135,10 @@ export class Forwarding extends Effect.Service<Forwarding>()("portal/Forwarding"
       }
     }
 
-    return { backendHandshake }
+    /** The secret of modern forwarding (the secret file's text, trimmed), for the packet relay's HMAC. */
+    const modernSecret = (global: GlobalConfig): Effect.Effect<string, ForwardingUnavailable> => secretOf(global.forwarding.secret_file)
+
+    return { backendHandshake, modernSecret, clearSecrets: Effect.sync(() => secrets.clear()) }
   }),
   dependencies: [SecretReader.layer]
 }) {}

@@ -49,7 +49,7 @@ export interface SessionEnder {
 }
 
 interface LiveSession {
-  readonly entry: SessionEntry
+  entry: SessionEntry
   backendAddress: string | undefined
   bytes: ByteMeter | undefined
   ender: SessionEnder | undefined
@@ -66,6 +66,8 @@ export interface SessionLease {
   readonly attachEnder: (ender: SessionEnder) => void
   /** Records the backend address once connected, and where the byte counts come from. */
   readonly attachBackend: (backendAddress: string, bytes: ByteMeter) => void
+  /** Names the player as authentication found them (client_only): the place under max_players is kept. */
+  readonly identify: (name: string, uuid: string | undefined) => void
   readonly release: () => void
 }
 
@@ -78,6 +80,13 @@ export interface PlayerRegistryDataPlane {
   readonly admit: (server: ServerDefinition, entry: Omit<SessionEntry, "since">, since: number) => SessionLease | undefined
   /** Live sessions of one server, all threads (players being connected count too). */
   readonly countFor: (server: ServerDefinition) => number
+  /**
+   * The live sessions' entries this registry lists, of one server or (without `serverId`) all: on one thread every
+   * session; on the main thread with workers every worker's (`track`). A read for the BungeeCord channel of the
+   * packet modes (PlayerList, IPOther, UUIDOther, GetPlayerServer; workers ask the main thread), which backends'
+   * plugins call now and then: it walks every session, so the hot path must not call it.
+   */
+  readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
 }
 
 const noPlace = () => {}
@@ -90,6 +99,8 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
     const perServer = new Map<string, number>()
+    /** Bytes from and to the players of sessions that have ended, per server (telemetry's bytes relayed). */
+    const endedBytes = new Map<string, Float64Array>()
     /** Subscribers to `events`: with none (the usual case without the admin API), a join or leave builds no event. */
     let listening = 0
 
@@ -139,6 +150,10 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
           live.ender = ender
           if (live.endedBecause !== undefined) ender.end(live.endedBecause)
         },
+        identify: (name, uuid) => {
+          if (released()) return
+          live.entry = { ...live.entry, name, uuid }
+        },
         attachBackend: (backendAddress, bytes) => {
           if (released()) return
           live.backendAddress = backendAddress
@@ -151,6 +166,13 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
         },
         release: releaseOnce(() => {
           if (live.joined && listening > 0 && sessions.get(entry.id) === live) events.unsafeOffer({ _tag: "Left", session: snapshot(live) })
+          if (live.bytes !== undefined) {
+            const serverId = live.entry.serverId
+            let total = endedBytes.get(serverId)
+            if (total === undefined) endedBytes.set(serverId, (total = new Float64Array(2)))
+            total[0]! += live.bytes.bytesIn()
+            total[1]! += live.bytes.bytesOut()
+          }
           // The meter and the ender reach the session's sockets: let go of them, since a replaced Map table may keep
           // `live` (see the note above RelayWatchdog in relay/watchdog.ts).
           live.bytes = undefined
@@ -177,6 +199,11 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     const dataPlane: PlayerRegistryDataPlane = {
       admit,
+      sessions: (serverId) => {
+        const out: Array<SessionEntry> = []
+        for (const live of sessions.values()) if (serverId === undefined || live.entry.serverId === serverId) out.push(live.entry)
+        return out
+      },
       countFor: (server) => {
         const slot = server.slots?.server
         return counter !== undefined && slot !== undefined ? counter.count(slot) : (perServer.get(server.id) ?? 0)
@@ -192,6 +219,22 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
       track: (entry: SessionEntry): SessionLease => add(entry, entry.since),
       list: Effect.sync(() => [...sessions.values()].map(snapshot)),
       counts: Effect.sync((): ReadonlyMap<string, number> => new Map(perServer)),
+      /**
+       * Bytes relayed from (`in`) and to (`out`) players per server since Portal started: the sessions that ended and
+       * the live ones (a worker's as of its last report).
+       */
+      bytesByServer: Effect.sync((): ReadonlyMap<string, { readonly in: number; readonly out: number }> => {
+        const out = new Map<string, { in: number; out: number }>()
+        for (const [serverId, total] of endedBytes) out.set(serverId, { in: total[0]!, out: total[1]! })
+        for (const live of sessions.values()) {
+          if (live.bytes === undefined) continue
+          const known = out.get(live.entry.serverId) ?? { in: 0, out: 0 }
+          known.in += live.bytes.bytesIn()
+          known.out += live.bytes.bytesOut()
+          out.set(live.entry.serverId, known)
+        }
+        return out
+      }),
       /** Live sessions of one server known to this registry. */
       playersOn: (serverId: string): Effect.Effect<number> => Effect.sync(() => perServer.get(serverId) ?? 0),
       total: Effect.sync(() => sessions.size),

@@ -62,7 +62,7 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
         }
         request.onEnd(outcome)
       }
-      const relay = mode.start({ client: request.client, backend: request.backend, timeouts: request.timeouts, onEnd }, watchdog)
+      const relay = mode.start({ ...request, onEnd }, watchdog)
       // A relay that ended while starting has already reported; it must not linger in `active`.
       if (!ended) {
         running.relay = relay

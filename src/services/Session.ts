@@ -8,6 +8,7 @@
  *   routing   [rate_limit], the server the handshake names, its [ip_filter]
  *   status    a server-list answer (modern or legacy), then close            -- pings end here
  *   admission Login Start, player bans, max_players, the registry lease, wake on join
+ *   authentication  client_only: encryption and the session service (session/authentication.ts)
  *   join      dial, forwarding, replay, hand-over to the server's relay mode -- the relay owns the rest
  *
  * The login path is written with plain combinators rather than generators: a generator that has suspended keeps what
@@ -29,9 +30,12 @@ import { RateLimiter } from "./RateLimiter.js"
 import { Relay } from "./Relay.js"
 import { Router } from "./Router.js"
 import { ServerManager } from "./ServerManager.js"
+import { MOJANG_SESSION_SERVER } from "./session/authentication.js"
+import { localNetwork } from "./relay/packet/channelNetwork.js"
 import { makePipeline } from "./session/pipeline.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
+import { Telemetry } from "./Telemetry.js"
 
 export type { Connection } from "./session/connection.js"
 export { normaliseIp } from "./session/connection.js"
@@ -41,6 +45,7 @@ export { LEGACY_STATUS_PROTOCOL } from "./session/status.js"
 export class Session extends Effect.Service<Session>()("portal/Session", {
   effect: Effect.gen(function* () {
     const store = yield* ConfigStore
+    const registry = (yield* PlayerRegistry).dataPlane
     const handle = makePipeline({
       clock: yield* Effect.clock,
       snapshot: store.get,
@@ -49,7 +54,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       bans: (yield* BanStore).dataPlane,
       router: (yield* Router).dataPlane,
       balancer: (yield* Balancer).dataPlane,
-      registry: (yield* PlayerRegistry).dataPlane,
+      registry,
+      // One thread: every session is in this registry, every player relayed here.
+      channel: localNetwork(registry.sessions),
       status: yield* StatusService,
       manager: yield* ServerManager,
       backend: yield* Backend,
@@ -58,7 +65,9 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       logDetached: Runtime.runFork(yield* Effect.runtime<never>()),
       // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
-      stats: (yield* Stats).dataPlane
+      stats: (yield* Stats).dataPlane,
+      tracing: (yield* Telemetry).dataPlane,
+      sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
     return { handle }
   })

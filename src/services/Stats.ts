@@ -1,9 +1,12 @@
 /**
- * Stats: what the proxy has done since it started, for the admin API's `/stats` and its `stats` events. The
- * connection path counts through `dataPlane` (plain increments, no allocation, no atomics): each thread writes its
- * own row of a SharedArrayBuffer (the main thread's is the last), so that with worker threads every count is seen
- * by the main thread, which sums the rows. `snapshot` reads them with per-second rates over the last minute, from
- * a sample taken every second.
+ * Stats: what the proxy has done since it started, for the admin API's `/stats` and its `stats` events, and for
+ * telemetry's metrics. The connection path counts through `dataPlane` (plain increments, no allocation, no atomics):
+ * each thread writes its own row of a SharedArrayBuffer (the main thread's is the last), so that with worker threads
+ * every count is seen by the main thread, which sums the rows. `snapshot` reads them with per-second rates over the
+ * last minute, from a sample taken every second; `totals` and `histograms` read the sums as they are.
+ *
+ * The two durations telemetry exports as histograms (a backend connect attempt, a handshake) are bucketed in the
+ * same rows: one count per bucket, the sum and the count, per thread.
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -35,9 +38,39 @@ const BYTES_OUT = 5
 const CACHE_HIT = 6
 const CACHE_MISS = 7
 const CACHE_STALE = 8
-const REJECTED = 9
-const SLOTS = REJECTED + REJECT_REASONS.length
+const HANDSHAKE_STATUS = 9
+const HANDSHAKE_LOGIN = 10
+const HANDSHAKE_LEGACY = 11
+/** Connections that ended on an error (bad bytes, a timeout, a peer gone mid-read) before a relay took them. */
+const FAILED = 12
+const REJECTED = 13
 const rejectSlot = Object.fromEntries(REJECT_REASONS.map((reason, index) => [reason, REJECTED + index])) as Record<RejectReason, number>
+
+/** What a handshake asked for: a server-list ping, a login, or a pre-1.7 (legacy) ping. */
+export type HandshakeKind = "status" | "login" | "legacy_status"
+
+/**
+ * Upper bounds (inclusive, milliseconds) of the duration buckets; one more bucket counts what is above the last.
+ * From a loopback connect (well under a millisecond) to a connect timeout.
+ */
+export const DURATION_BOUNDS_MS: ReadonlyArray<number> = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+const BUCKETS = DURATION_BOUNDS_MS.length + 1
+/** A histogram's slots: the buckets, then the sum (ms), then the count. */
+const HISTOGRAM_SLOTS = BUCKETS + 2
+const CONNECT_OK = REJECTED + REJECT_REASONS.length
+const CONNECT_FAILED = CONNECT_OK + HISTOGRAM_SLOTS
+const HANDSHAKE_DURATION = CONNECT_FAILED + HISTOGRAM_SLOTS
+const SLOTS = HANDSHAKE_DURATION + HISTOGRAM_SLOTS
+const bounds = Float64Array.from(DURATION_BOUNDS_MS)
+
+/** Adds one duration to the histogram at `base` of a row. */
+const observe = (counters: Float64Array, base: number, ms: number): void => {
+  let bucket = 0
+  while (bucket < bounds.length && ms > bounds[bucket]!) bucket++
+  counters[base + bucket]! += 1
+  counters[base + BUCKETS]! += ms
+  counters[base + BUCKETS + 1]! += 1
+}
 
 /** The connection path's surface: synchronous increments. */
 export interface StatsDataPlane {
@@ -51,6 +84,39 @@ export interface StatsDataPlane {
   /** A relayed session ended, with the bytes it moved from and to the player. */
   readonly sessionEnded: (bytesIn: number, bytesOut: number) => void
   readonly statusCache: (outcome: "hit" | "miss" | "stale") => void
+  /** A handshake read (or a legacy ping recognised), with how long it took from the connection's accept (ms). */
+  readonly handshake: (kind: HandshakeKind, ms: number) => void
+  /** A connection that ended on an error before a relay took it. */
+  readonly failed: () => void
+  /** One backend connect attempt and how long it took (ms). */
+  readonly connectAttempt: (ok: boolean, ms: number) => void
+}
+
+/** A histogram summed over every thread: counts per bucket of DURATION_BOUNDS_MS (one more above), sum in ms. */
+export interface DurationHistogram {
+  readonly counts: ReadonlyArray<number>
+  readonly sum: number
+  readonly count: number
+}
+
+/** The counters summed over every thread, as they are now (telemetry's metrics). */
+export interface StatsTotals {
+  readonly opened: number
+  readonly closed: number
+  readonly logins: number
+  readonly pings: number
+  readonly failed: number
+  readonly bytesIn: number
+  readonly bytesOut: number
+  readonly statusCache: { readonly hit: number; readonly miss: number; readonly stale: number }
+  readonly handshakes: Readonly<Record<HandshakeKind, number>>
+  readonly rejected: Readonly<Record<RejectReason, number>>
+}
+
+export interface StatsHistograms {
+  readonly connectOk: DurationHistogram
+  readonly connectFailed: DurationHistogram
+  readonly handshake: DurationHistogram
 }
 
 export interface StatsSnapshot {
@@ -107,7 +173,15 @@ export const statsDataPlane = (stats: StatsBuffer, thread: number): StatsDataPla
     },
     statusCache: (outcome) => {
       counters[outcome === "hit" ? CACHE_HIT : outcome === "miss" ? CACHE_MISS : CACHE_STALE]! += 1
-    }
+    },
+    handshake: (kind, ms) => {
+      counters[kind === "login" ? HANDSHAKE_LOGIN : kind === "status" ? HANDSHAKE_STATUS : HANDSHAKE_LEGACY]! += 1
+      observe(counters, HANDSHAKE_DURATION, ms)
+    },
+    failed: () => {
+      counters[FAILED]! += 1
+    },
+    connectAttempt: (ok, ms) => observe(counters, ok ? CONNECT_OK : CONNECT_FAILED, ms)
   }
 }
 
@@ -149,6 +223,35 @@ export class Stats extends Effect.Service<Stats>()("portal/Stats", {
       return seconds <= 0 ? 0 : Math.max(0, current - series[oldest]!) / seconds
     }
 
+    const histogram = (base: number): DurationHistogram => ({
+      counts: Array.from({ length: BUCKETS }, (_, bucket) => total(base + bucket)),
+      sum: total(base + BUCKETS),
+      count: total(base + BUCKETS + 1)
+    })
+
+    const totals = Effect.sync(
+      (): StatsTotals => ({
+        opened: total(OPENED),
+        closed: total(CLOSED),
+        logins: total(LOGINS),
+        pings: total(PINGS),
+        failed: total(FAILED),
+        bytesIn: total(BYTES_IN),
+        bytesOut: total(BYTES_OUT),
+        statusCache: { hit: total(CACHE_HIT), miss: total(CACHE_MISS), stale: total(CACHE_STALE) },
+        handshakes: { status: total(HANDSHAKE_STATUS), login: total(HANDSHAKE_LOGIN), legacy_status: total(HANDSHAKE_LEGACY) },
+        rejected: Object.fromEntries(REJECT_REASONS.map((reason) => [reason, total(rejectSlot[reason])])) as Record<RejectReason, number>
+      })
+    )
+
+    const histograms = Effect.sync(
+      (): StatsHistograms => ({
+        connectOk: histogram(CONNECT_OK),
+        connectFailed: histogram(CONNECT_FAILED),
+        handshake: histogram(HANDSHAKE_DURATION)
+      })
+    )
+
     const snapshot = Effect.map(Clock.currentTimeMillis, (now): StatsSnapshot => {
       const rejected = Object.fromEntries(REJECT_REASONS.map((reason) => [reason, total(rejectSlot[reason])])) as Record<RejectReason, number>
       return {
@@ -164,6 +267,8 @@ export class Stats extends Effect.Service<Stats>()("portal/Stats", {
     return {
       dataPlane,
       snapshot,
+      totals,
+      histograms,
       /** The rows every thread writes, for worker threads to write theirs. */
       buffer: shared
     }

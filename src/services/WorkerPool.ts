@@ -8,6 +8,8 @@
  * - Workers call the main thread to wake a sleeping server (it starts once, whoever asks) and for status answers
  *   (one cache for all); they report the sessions they admit, which the main thread's PlayerRegistry lists, and
  *   which it can end (a kick, a ban) through the worker that holds them.
+ * - The BungeeCord channel is proxy-wide: workers ask the registry here for its lookups, and hand the deliveries
+ *   for players they do not relay here, for the workers that do (workers/channelRouting.ts).
  * - A worker that stops unexpectedly is logged and replaced at once; what it held in the shared state is given back
  *   first. Sessions on other workers are untouched.
  * - On shutdown every worker drains (stops accepting, gives sessions the grace period), then the main thread goes.
@@ -18,6 +20,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import * as LogLevel from "effect/LogLevel"
 import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
@@ -36,7 +39,11 @@ import { ServerManager } from "./ServerManager.js"
 import { SharedMemory } from "./SharedMemory.js"
 import { Stats } from "./Stats.js"
 import { StatusService } from "./StatusService.js"
+import { lookupSessions } from "./relay/packet/channelNetwork.js"
+import type { ChannelDelivery } from "./relay/packet/PacketStart.js"
+import { Telemetry } from "./Telemetry.js"
 import { makeCalls } from "./workers/calls.js"
+import { routeDelivery, type RoutingView } from "./workers/channelRouting.js"
 import { type ListenPlan, planListening } from "./workers/listening.js"
 import type { FromWorker, SessionBytes, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "./workers/messages.js"
 import { encodeSnapshot } from "./workers/snapshotWire.js"
@@ -62,6 +69,8 @@ export interface WorkerInfo {
 const START_TIMEOUT = Duration.seconds(15)
 /** How often the byte counts of workers' sessions are refreshed for the registry. */
 const BYTES_REFRESH = Duration.seconds(2)
+/** How long a worker has to deliver a BungeeCord message to its players (it does so at once when it runs). */
+const CHANNEL_DELIVERY_MS = 5_000
 
 const CONNECTION_FIELDS = new Set(["conn", "ip", "server"])
 
@@ -103,6 +112,14 @@ interface Slot {
   exited: Deferred.Deferred<void>
 }
 
+/**
+ * The worker threads running now, as the pool keeps it: built before the pool and the web server so that the admin
+ * API (which stops after the pool has drained) can read it.
+ */
+export class WorkerCensus extends Context.Tag("portal/WorkerCensus")<WorkerCensus, Ref.Ref<ReadonlyArray<WorkerInfo>>>() {
+  static readonly layer = Layer.effect(WorkerCensus, Ref.make<ReadonlyArray<WorkerInfo>>([]))
+}
+
 export class WorkerPool extends Context.Tag("portal/WorkerPool")<
   WorkerPool,
   {
@@ -126,6 +143,7 @@ const make = (options: WorkerPoolOptions) =>
     const status = yield* StatusService
     const registry = yield* PlayerRegistry
     const stats = yield* Stats
+    const telemetry = yield* Telemetry
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const entry = workerEntry()
@@ -137,6 +155,12 @@ const make = (options: WorkerPoolOptions) =>
     if (plan.note !== undefined) yield* Effect.logWarning(plan.note)
 
     const slots: Array<Slot> = []
+    const census = yield* WorkerCensus
+    const listWorkers = (): ReadonlyArray<WorkerInfo> =>
+      slots.flatMap((slot, index) =>
+        slot.worker === undefined ? [] : [{ worker: index + 1, threadId: slot.threadId, since: slot.since, restarts: slot.restarts }]
+      )
+    const updateCensus = () => runFork(Ref.set(census, listWorkers()))
     let stopping = false
     const testHooks = options.testHooks ?? process.env.PORTAL_TEST_HOOKS === "1"
 
@@ -154,7 +178,8 @@ const make = (options: WorkerPoolOptions) =>
       Stream.runForEach(() => Effect.flatMap(statesNow, (states) => Effect.sync(() => send({ _tag: "States", states })))),
       Effect.forkScoped
     )
-    // Bans: at once when one comes into force, and a comparison every half second for removals and edits.
+    // Bans: at once when the store says they changed (added or removed, through Portal or in the file), and a slow
+    // comparison as a safety net.
     let lastBans = ""
     const sendBans = Effect.flatMap(bans.list, (list) =>
       Effect.sync(() => {
@@ -165,14 +190,14 @@ const make = (options: WorkerPoolOptions) =>
       })
     )
     yield* Effect.flatMap(bans.subscribe, (changes) => Stream.runForEach(changes, () => sendBans)).pipe(Effect.forkScoped)
-    yield* sendBans.pipe(Effect.repeat(Schedule.spaced(Duration.millis(500))), Effect.forkScoped)
+    yield* sendBans.pipe(Effect.repeat(Schedule.spaced(Duration.seconds(5))), Effect.forkScoped)
 
-    /** The byte counts of every worker's sessions, for the registry's listing. */
-    const bytesCalls = new Map<number, ReturnType<typeof makeCalls>>()
+    /** Calls to each worker: the byte counts of its sessions, for the registry's listing; channel deliveries. */
+    const workerCalls = new Map<number, ReturnType<typeof makeCalls>>()
     const refreshBytes = Effect.forEach(
       slots,
       (slot, index) => {
-        const calls = bytesCalls.get(index)
+        const calls = workerCalls.get(index)
         if (slot.worker === undefined || calls === undefined || slot.sessions.size === 0) return Effect.void
         return calls.call<ReadonlyArray<SessionBytes>>("byte counts", 5_000, (id) => ({ _tag: "AskBytes", id })).pipe(
           Effect.map((sessions) => {
@@ -208,6 +233,9 @@ const make = (options: WorkerPoolOptions) =>
             })
             break
           }
+          case "Identified":
+            slot.sessions.get(event.sessionId)?.lease.identify(event.name, event.uuid)
+            break
           case "Removed": {
             const known = slot.sessions.get(event.sessionId)
             if (known === undefined) break
@@ -224,6 +252,10 @@ const make = (options: WorkerPoolOptions) =>
       const reply = (value: unknown) => worker.postMessage({ _tag: "Reply", id: message.id, value } satisfies ToWorker)
       if (message.method === "ensureOnline") {
         runFork(Effect.map(manager.ensureOnline(message.serverId), reply))
+        return
+      }
+      if (message.method === "channelLookup") {
+        reply(lookupSessions(registry.dataPlane.sessions, message.query))
         return
       }
       const request = message.request
@@ -243,12 +275,34 @@ const make = (options: WorkerPoolOptions) =>
       )
     }
 
+    /** Passes a BungeeCord delivery worker `origin` could not make on to the workers relaying its players. */
+    const routeChannel = (origin: number, delivery: ChannelDelivery) => {
+      const view: RoutingView = {
+        sessions: registry.dataPlane.sessions(),
+        workerOf: (sessionId) => {
+          const index = slots.findIndex((slot) => slot.worker !== undefined && slot.sessions.has(sessionId))
+          return index < 0 ? undefined : index
+        },
+        workers: slots.flatMap((slot, index) => (slot.worker === undefined ? [] : [index]))
+      }
+      const deliverTo = (worker: number, wanted: ChannelDelivery) => {
+        const calls = workerCalls.get(worker)
+        if (calls === undefined) return Effect.succeed<ReadonlyArray<string>>([])
+        return calls
+          .call<ReadonlyArray<string>>("a BungeeCord delivery", CHANNEL_DELIVERY_MS, (id) => ({ _tag: "Channel", id, delivery: wanted }) satisfies ToWorker)
+          .pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+      }
+      runFork(routeDelivery(delivery, origin, view, deliverTo))
+    }
+
     /** Gives back what a worker that is gone held: its shared places and the registry's listing of its sessions. */
     const forget = (slot: Slot, index: number) => {
-      const released = shared.releaseWorker(index)
+      // The address table may be held for a moment by another thread: try again a few times until it is released.
+      let released = shared.releaseWorker(index)
+      for (let attempt = 0; released.handshakes === undefined && attempt < 20; attempt++) released = shared.releaseWorker(index)
       for (const { lease } of slot.sessions.values()) lease.release()
       slot.sessions.clear()
-      bytesCalls.get(index)?.failAll("the worker stopped")
+      workerCalls.get(index)?.failAll("the worker stopped")
       return released
     }
 
@@ -266,6 +320,7 @@ const make = (options: WorkerPoolOptions) =>
           bans: yield* bans.list,
           states: yield* statesNow,
           log: options.log,
+          tracing: telemetry.workerTracing,
           testHooks
         }
         const ready = yield* Deferred.make<void, ListenError>()
@@ -279,7 +334,7 @@ const make = (options: WorkerPoolOptions) =>
         slot.exited = exited
         slots[index] = slot
         const calls = makeCalls((message) => worker.postMessage(message))
-        bytesCalls.set(index, calls)
+        workerCalls.set(index, calls)
         const name = `worker ${index + 1}`
 
         worker.on("message", (message: FromWorker) => {
@@ -304,10 +359,19 @@ const make = (options: WorkerPoolOptions) =>
             case "Bytes":
               calls.settle(message.id, message.sessions)
               return
+            case "ChannelRoute":
+              routeChannel(index, message.delivery)
+              return
+            case "ChannelDelivered":
+              calls.settle(message.id, message.reached)
+              return
             case "Drained":
               return
             case "Logs":
               for (const record of message.records) runFork(relayLog(record))
+              return
+            case "Traces":
+              telemetry.exportTraces(message.traces)
               return
           }
         })
@@ -316,6 +380,7 @@ const make = (options: WorkerPoolOptions) =>
         })
         worker.on("exit", (code) => {
           if (slot.worker === worker) slot.worker = undefined
+          updateCensus()
           const released = forget(slot, index)
           runFork(Deferred.succeed(exited, undefined))
           runFork(Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} exited (code ${code})` })))
@@ -331,6 +396,7 @@ const make = (options: WorkerPoolOptions) =>
             )
           )
         })
+        updateCensus()
         yield* Deferred.await(ready).pipe(
           Effect.timeoutFail({
             duration: START_TIMEOUT,
@@ -363,11 +429,7 @@ const make = (options: WorkerPoolOptions) =>
     return {
       address: plan.address,
       description: plan.description,
-      workers: Effect.sync(() =>
-        slots.flatMap((slot, index) =>
-          slot.worker === undefined ? [] : [{ worker: index + 1, threadId: slot.threadId, since: slot.since, restarts: slot.restarts }]
-        )
-      ),
+      workers: Effect.sync(listWorkers),
       crash: (worker: number) => Effect.sync(() => slots[worker - 1]?.worker?.postMessage({ _tag: "Crash" } satisfies ToWorker))
     }
   }).pipe(Effect.catchAllDefect((defect) => Effect.fail(new ListenError({ address: "workers", reason: Cause.pretty(Cause.die(defect)) }))))

@@ -166,8 +166,7 @@ describe("limits and rewriting", () => {
   })
 
   it.each([
-    ["proxy_mode client_only", `proxy_mode = "client_only"`, /authentication at the proxy \(client_only\)/, /refused Steve.*: proxy_mode client_only is not available yet/],
-    ["modern forwarding", `forwarding_mode = "modern"`, /player forwarding is misconfigured/, /refused Steve.*: modern forwarding needs a packet proxy mode/]
+    ["modern forwarding in passthrough", `forwarding_mode = "modern"`, /player forwarding is misconfigured/, /refused Steve.*: modern forwarding needs a packet proxy mode/]
   ])("%s: a login is refused with its reason, and the backend never sees it", async (_, line, reason, logLine) => {
     const backend = await startBackend("x")
     const dir = makeConfigDir(proxyToml(), { "x.toml": `domains = ["x.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\n${line}` })

@@ -70,6 +70,24 @@ describe("local server manager", () => {
     expect(portal.logs.filter((line) => /local: sleeping -> starting/.test(line))).toHaveLength(1)
   }, 30_000)
 
+  it("joins on both worker threads at once start the server once, and all get in", async () => {
+    const port = await freePort()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2\nso_reuseport = true`, {
+      "local.toml": localServerFile(port, "", ["--ready-after", "500"])
+    })
+    const portal = await startPortal(dir.configFile)
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        join(portal.port, "local.example.com", { username: `p${i}`, timeoutMs: 20_000, localAddress: `127.0.0.${20 + i}` })
+      )
+    )
+    expect(results.map((result) => result._tag)).toEqual(Array(8).fill("Joined"))
+    expect(new Set(portal.logs.filter((line) => /joined local via/.test(line)).map((line) => /worker=(\d)/.exec(line)?.[1]))).toEqual(
+      new Set(["1", "2"])
+    )
+    expect(portal.logs.filter((line) => /local: sleeping -> starting/.test(line))).toHaveLength(1)
+  }, 30_000)
+
   it("a start that is not ready within start_timeout ends as crashed, and the player is told", async () => {
     const port = await freePort()
     const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {

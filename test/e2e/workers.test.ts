@@ -3,12 +3,12 @@
  * ports), and every limit holds proxy-wide, exactly as configured; bans, kicks and reloads reach every worker; a
  * worker that crashes is replaced without touching the other's sessions; shutdown drains both.
  */
-import { Effect } from "effect"
+import { Effect, Ref } from "effect"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { BanStore } from "../../src/services/BanStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
-import { WorkerPool } from "../../src/services/WorkerPool.js"
+import { WorkerCensus, type WorkerInfo, WorkerPool } from "../../src/services/WorkerPool.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -31,23 +31,23 @@ const setup = async (global: string, server = "", options: { hold?: boolean; bac
 }
 
 /**
- * `count` logins as `p0`, `p1`, ... at most six at a time: more from one address at once would meet the bound on
+ * `count` logins as `p0`, `p1`, ... at most four at a time: more from one address at once would meet the bound on
  * handshakes in progress per address (eight), which is not what these tests are about.
  */
 const joinMany = async (port: number, count: number, host = "mc.example.com") => {
   const results: Array<Awaited<ReturnType<typeof join>>> = []
-  for (let start = 0; start < count; start += 6) {
-    const batch = Array.from({ length: Math.min(6, count - start) }, (_, i) => join(port, host, { username: `p${start + i}` }))
+  for (let start = 0; start < count; start += 4) {
+    const batch = Array.from({ length: Math.min(4, count - start) }, (_, i) => join(port, host, { username: `p${start + i}` }))
     results.push(...(await Promise.all(batch)))
   }
   return results
 }
 
-/** `count` pings, six at a time (see joinMany); each "ok" or "closed". */
+/** `count` pings, four at a time (see joinMany); each "ok" or "closed". */
 const pingMany = async (port: number, count: number, host = "mc.example.com") => {
   const results: Array<string> = []
-  for (let start = 0; start < count; start += 6) {
-    const batch = Array.from({ length: Math.min(6, count - start) }, () =>
+  for (let start = 0; start < count; start += 4) {
+    const batch = Array.from({ length: Math.min(4, count - start) }, () =>
       ping(port, host).then((answer) => reasonText(answer.description), () => "closed")
     )
     results.push(...(await Promise.all(batch)))
@@ -216,7 +216,7 @@ describe("two worker threads", () => {
     const { portal, backend } = await setup("", "", { hold: true })
     await joinMany(portal.port, 8)
     expect(workersThatLogged(portal.logs, /joined main via/)).toEqual(new Set(["1", "2"]))
-    const threads = (await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.workers) as unknown as Effect.Effect<ReadonlyArray<{ threadId: number }>>)).map(
+    const threads = (await portal.run(Effect.flatMap(WorkerCensus, Ref.get) as unknown as Effect.Effect<ReadonlyArray<WorkerInfo>>)).map(
       (worker) => worker.threadId
     )
     expect(threads).toHaveLength(2)

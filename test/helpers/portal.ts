@@ -21,14 +21,16 @@ afterEach(async () => {
 
 process.env.PORTAL_SHUTDOWN_GRACE_MS ??= "300"
 
-export const startPortal = async (configFile: string, options: { dev?: boolean } = {}): Promise<RunningPortal> => {
+/** `workerLogLevel`: what worker threads log (their lines reach `logs` through the main thread); info by default. */
+export const startPortal = async (configFile: string, options: { dev?: boolean; workerLogLevel?: "debug" | "info" } = {}): Promise<RunningPortal> => {
   const logs: Array<string> = []
   const capture = Logger.make(({ message, logLevel, annotations, context }) => {
     const text = Array.isArray(message) ? message.join(" ") : String(message)
     const fields = logFieldsOf({ annotations, context }).map(([key, value]) => `${key}=${String(value)}`).join(" ")
     logs.push(`${logLevel.label} ${text}${fields.length > 0 ? ` ${fields}` : ""}`)
   })
-  const layer = MainLayer({ configFile, dev: options.dev ?? false }).pipe(
+  const log = options.workerLogLevel === undefined ? {} : { log: { format: "pretty" as const, level: options.workerLogLevel, colors: false } }
+  const layer = MainLayer({ configFile, dev: options.dev ?? false, ...log }).pipe(
     Layer.provide(Layer.merge(Logger.replace(Logger.defaultLogger, capture), Logger.minimumLogLevel(LogLevel.Debug)))
   )
   const runtime = ManagedRuntime.make(layer)

@@ -2,7 +2,7 @@
 import { it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import { describe, expect } from "vitest"
-import { Stats } from "../../src/services/Stats.js"
+import { DURATION_BOUNDS_MS, Stats } from "../../src/services/Stats.js"
 
 describe("Stats", () => {
   it.scoped("counts what the data plane reports", () =>
@@ -53,6 +53,38 @@ describe("Stats", () => {
         yield* TestClock.adjust(Duration.seconds(1))
       }
       expect((yield* stats.snapshot).pings.perSecond).toBeCloseTo(0.5, 1)
+    }).pipe(Effect.provide(Stats.Default))
+  )
+})
+
+describe("Stats for telemetry", () => {
+  it.scoped("counts handshakes by kind and failures, and buckets the durations", () =>
+    Effect.gen(function* () {
+      const stats = yield* Stats
+      const plane = stats.dataPlane
+      plane.handshake("status", 0.2)
+      plane.handshake("login", 3)
+      plane.handshake("login", 20_000)
+      plane.handshake("legacy_status", 1)
+      plane.failed()
+      plane.connectAttempt(true, 0.8)
+      plane.connectAttempt(true, 1)
+      plane.connectAttempt(false, 5000)
+      const totals = yield* stats.totals
+      expect(totals.handshakes).toEqual({ status: 1, login: 2, legacy_status: 1 })
+      expect(totals.failed).toBe(1)
+      const histograms = yield* stats.histograms
+      const at = (bound: number) => DURATION_BOUNDS_MS.indexOf(bound)
+      // Upper bounds are inclusive; what is above the last bound has a bucket of its own.
+      expect(histograms.handshake.counts[0]).toBe(1)
+      expect(histograms.handshake.counts[at(1)]).toBe(1)
+      expect(histograms.handshake.counts[at(5)]).toBe(1)
+      expect(histograms.handshake.counts[DURATION_BOUNDS_MS.length]).toBe(1)
+      expect(histograms.handshake).toMatchObject({ count: 4, sum: 20_004.2 })
+      expect(histograms.connectOk.counts[at(1)]).toBe(2)
+      expect(histograms.connectOk).toMatchObject({ count: 2, sum: 1.8 })
+      expect(histograms.connectFailed.counts[at(5000)]).toBe(1)
+      expect(histograms.connectFailed.counts.reduce((sum, count) => sum + count, 0)).toBe(1)
     }).pipe(Effect.provide(Stats.Default))
   )
 })

@@ -1,5 +1,5 @@
 /**
- * Configured features that this build of Portal decodes and validates but does not run yet.
+ * Configured features that this build of Portal decodes and validates but does not run (yet, or in this configuration).
  * The startup log and `--check` list them so that nothing configured silently pretends to work.
  */
 import * as Duration from "effect/Duration"
@@ -36,13 +36,16 @@ export const inactiveFeatures = (
     if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
     else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
   }
-  if (global.telemetry?.enabled === true) add("[telemetry]", "OpenTelemetry export is not active yet")
+  const telemetry = global.telemetry
+  if (telemetry?.enabled === true && telemetry.endpoint === undefined) {
+    const api = global.web?.enable_api === true
+    if (telemetry.traces.enabled) add("[telemetry.traces]", "there is no endpoint: traces are not recorded")
+    if (telemetry.metrics.enabled && !api) add("[telemetry.metrics]", "there is no endpoint and no admin API: metrics go nowhere")
+    else if (telemetry.metrics.enabled) add("[telemetry.metrics]", "there is no endpoint: metrics are only served at /api/v1/metrics")
+  }
   if (Object.keys(global.plugins).length > 0) add("[plugins]", "WASM plugins are not active yet")
   if (global.permissions.admins.length > 0 || global.permissions.player_commands.length > 0) {
-    add("[permissions]", "proxy commands need the packet modes, not active yet")
-  }
-  if (global.forwarding.mode === "modern") {
-    add("[forwarding].mode", "modern forwarding needs the packet modes, not active yet; logins that need it are refused")
+    add("[permissions]", "proxy commands are not active yet")
   }
   const keepalive = keepaliveSupport()
   if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
@@ -60,17 +63,36 @@ export const inactiveFeatures = (
   }
   for (const server of list) {
     const where = `${server.file}`
-    const mode = server.config.proxy_mode
-    if (mode === "client_only") {
-      add(`${where}: proxy_mode`, "client_only (authentication at the proxy) is not active yet; logins to this server are refused")
-    } else if (mode === "offline") {
-      add(`${where}: proxy_mode`, "offline runs as a raw relay for now (no packet parsing)")
-    }
-    if (server.config.forwarding_mode === "modern") {
-      add(`${where}: forwarding_mode`, "modern forwarding needs the packet modes, not active yet; logins are refused")
-    }
     if (server.config.limbo_handlers.length > 0) add(`${where}: limbo_handlers`, "limbo handlers are not active yet")
     if (server.config.network !== undefined) add(`${where}: network`, "server switching is not active yet")
+  }
+  return out
+}
+
+/** A configuration that works but probably not as meant: logged as a warning at start and noted by `--check`. */
+export interface ConfigWarning {
+  readonly where: string
+  readonly what: string
+}
+
+const PACKET_MODES: ReadonlyArray<string> = ["offline", "client_only"]
+
+export const configurationWarnings = (global: GlobalConfig, servers: Iterable<ServerDefinition>): Array<ConfigWarning> => {
+  const out: Array<ConfigWarning> = []
+  for (const server of servers) {
+    const forwarding = server.config.forwarding_mode ?? global.forwarding.mode
+    if (server.config.proxy_mode === "client_only" && forwarding === "none") {
+      out.push({
+        where: `${server.file}: proxy_mode`,
+        what: "client_only authenticates players, but the server has no forwarding: its backend sees offline-mode UUIDs and no skins (set forwarding_mode or [forwarding] mode)"
+      })
+    }
+    if (forwarding === "modern" && !PACKET_MODES.includes(server.config.proxy_mode)) {
+      out.push({
+        where: `${server.file}: forwarding_mode`,
+        what: `modern forwarding needs a packet proxy mode (offline or client_only), not ${server.config.proxy_mode}: logins to this server are refused`
+      })
+    }
   }
   return out
 }

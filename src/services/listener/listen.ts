@@ -16,6 +16,7 @@ import { keepaliveParams } from "../Backend.js"
 import type { ConfigStore } from "../ConfigStore.js"
 import { applyKeepalive, applyToListener } from "../native/keepalive.js"
 import type { Relay } from "../Relay.js"
+import type { Connection } from "../session/connection.js"
 
 const ignoreError = () => {}
 
@@ -40,7 +41,7 @@ export type ListenTarget =
 
 export interface ListenerOptions {
   /** Runs one connection; never fails. */
-  readonly handle: (connection: { readonly id: number; readonly socket: net.Socket }) => Effect.Effect<void>
+  readonly handle: (connection: Connection) => Effect.Effect<void>
   readonly store: ConfigStore["Type"]
   readonly relay: Pick<Relay, "active" | "awaitIdle">
   readonly target?: ListenTarget
@@ -104,7 +105,8 @@ export const listen = (options: ListenerOptions) =>
         socket.setNoDelay(true)
         applyKeepalive(socket, keepalive)
       }
-      runFork(options.handle({ id: nextId(), socket }))
+      // Every connection has the same shape, traced or not.
+      runFork(options.handle({ id: nextId(), socket, trace: undefined }))
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
       options.onRefused?.()

@@ -99,3 +99,17 @@ let loaded: NativeAddonLoad | undefined
 
 /** The addon, or why it cannot be used (not Linux, not built, load error). Computed once. */
 export const loadNativeAddon = (): NativeAddonLoad => (loaded ??= load())
+
+/** send(2) of the addon, where it loaded: bytes the kernel took, or -errno. */
+export type DirectSend = (fd: number, bytes: Uint8Array, length: number) => number
+
+let directSend: DirectSend | null | undefined
+
+/** The addon's direct send, or undefined without the addon (the relays then write through Node). Looked up once. */
+export const directSender = (): DirectSend | undefined => {
+  if (directSend === undefined) {
+    const loaded = loadNativeAddon()
+    directSend = "addon" in loaded ? loaded.addon.send : null
+  }
+  return directSend ?? undefined
+}

@@ -1,10 +1,11 @@
 /**
  * The relay mode port: how a player's bytes move once Portal has joined them to a backend. One implementation per
- * kind of `proxy_mode` (raw forwarding for passthrough and server_only, splice(2) for zero_copy; the packet modes
- * come next), chosen in one place (`relay/modes.ts`). A mode owns both sockets from `start` to its end, reports once
+ * kind of `proxy_mode` (raw forwarding for passthrough and server_only, splice(2) for zero_copy, the packet relay for
+ * offline and client_only), chosen in one place (`relay/modes.ts`). A mode owns both sockets from `start` to its end, reports once
  * through `onEnd`, and can be ended from outside at any time (a kick, a ban, shutdown).
  */
 import type { Socket } from "node:net"
+import type { PacketStart } from "./packet/PacketStart.js"
 import type { RelayTimeouts, RelayWatchdog } from "./watchdog.js"
 
 export type RelayEnd =
@@ -41,18 +42,30 @@ export interface LiveRelay {
   readonly end: (reason: string) => void
 }
 
-/** What a relay mode is handed: both connected sockets, the backend already sent what it must see first. */
+/**
+ * What a relay mode is handed: both connected sockets. A raw mode's backend has already been sent what it must see
+ * first (the replayed login); a packet mode gets `packet` instead and logs into the backend itself.
+ */
 export interface RelayStart {
   readonly client: Socket
   readonly backend: Socket
   readonly timeouts: RelayTimeouts
   /** Runs once, after both sockets are destroyed. */
   readonly onEnd: (outcome: RelayOutcome) => void
+  /** The login a packet mode carries out with the backend; absent for the raw modes. */
+  readonly packet?: PacketStart
 }
 
 export interface RelayMode {
-  /** As logged and reported: `passthrough` (the raw forwarder) or `zero_copy` (splice). */
+  /** As logged and reported: `passthrough` (the raw forwarder), `zero_copy` (splice), `offline`, `client_only`. */
   readonly name: string
+  /**
+   * `raw`: bytes relayed as they are, after the join replayed the login to the backend. `packet`: the mode frames
+   * both directions and logs into the backend itself from `RelayStart.packet`.
+   */
+  readonly kind: "raw" | "packet"
+  /** Whether players are authenticated at the proxy before the join (client_only: session/authentication.ts). */
+  readonly authenticates: boolean
   /** Starts relaying and returns at once; the relay lives on its own (callbacks, no fiber) until it ends. */
   readonly start: (request: RelayStart, watchdog: RelayWatchdog) => LiveRelay
 }

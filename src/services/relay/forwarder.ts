@@ -16,7 +16,9 @@
  * Where Node does not offer this (the internals are missing), the direction falls back to `data` events.
  */
 import type { Socket } from "node:net"
-import { loadNativeAddon } from "../native/addon.js"
+import { type DirectSend, directSender } from "../native/addon.js"
+
+export type { DirectSend } from "../native/addon.js"
 import { tcpFdOf } from "../native/tcpHandle.js"
 
 /** Shared by every quiet direction; only ever read into and copied out of, so never pinned by a pending write. */
@@ -106,18 +108,6 @@ class EventDirection implements Direction {
 }
 
 export const forwardWithEvents = (from: Socket, to: Socket): Direction => new EventDirection(from, to)
-
-/** send(2) of the addon, where it loaded: bytes the kernel took, or -errno. */
-export type DirectSend = (fd: number, bytes: Uint8Array, length: number) => number
-
-let directSend: DirectSend | null | undefined
-const directSender = (): DirectSend | undefined => {
-  if (directSend === undefined) {
-    const loaded = loadNativeAddon()
-    directSend = "addon" in loaded ? loaded.addon.send : null
-  }
-  return directSend ?? undefined
-}
 
 /** Where a socket in user-buffer mode keeps its direction, for the read callback shared by every socket. */
 const DIRECTION = Symbol("portal.direction")

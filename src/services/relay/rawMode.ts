@@ -97,4 +97,4 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   }
 }
 
-export const rawMode: RelayMode = { name: "passthrough", start }
+export const rawMode: RelayMode = { name: "passthrough", kind: "raw", authenticates: false, start }

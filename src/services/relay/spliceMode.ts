@@ -67,4 +67,4 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   }
 }
 
-export const spliceMode: RelayMode = { name: "zero_copy", start }
+export const spliceMode: RelayMode = { name: "zero_copy", kind: "raw", authenticates: false, start }

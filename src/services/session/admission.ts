@@ -1,19 +1,25 @@
 /**
  * The admission phase: reads Login Start, then the checks a login passes before Portal dials its backend (player
- * bans, modes this version cannot serve), takes the player's place in the registry under `max_players`, and wakes a
- * sleeping server (waiting for it). All checks are synchronous; only the wake waits.
+ * bans, what the server's mode cannot serve), takes the player's place in the registry under `max_players`, and wakes a
+ * sleeping server (waiting for it). All checks are synchronous; only the wake waits. A packet mode refuses a client
+ * version its packet table does not know before Login Start is read.
  */
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
+import { offlineUuid } from "../../protocol/forwarding.js"
 import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
+import { MODERN_FORWARDING_MIN_PROTOCOL } from "../../protocol/modernForwarding.js"
+import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
 import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
+import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
+import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import { disconnect } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
@@ -24,7 +30,7 @@ const KICK_FLUSH_MS = 2_000
 
 export interface AdmissionServices {
   readonly bans: BanDataPlane
-  readonly registry: PlayerRegistryDataPlane
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit">
   /** The lifecycle: synchronous reads, and the wait for a sleeping server (wake on join). */
   readonly manager: Pick<ServerManager, "dataPlane" | "ensureOnline">
   readonly clock: Clock.Clock
@@ -42,9 +48,26 @@ const preRelayEnder = (socket: Socket): SessionEnder => ({
   }
 })
 
+/** The admission's verdict on the connection's trace (`admitted`, or the refusal's reason). */
+const traceAdmission = (trace: ConnectionTrace | undefined, verdict: string): void => {
+  if (trace !== undefined && Number.isNaN(trace.admissionEnd)) {
+    trace.admissionEnd = performance.now()
+    trace.admission = verdict
+  }
+}
+
+/** The wake's result on the connection's trace. */
+const traceWake = (trace: ConnectionTrace | undefined, result: string): void => {
+  if (trace === undefined) return
+  trace.wakeEnd = performance.now()
+  trace.wake = result
+}
+
 export const makeAdmission = ({ bans, registry, manager, clock, stats }: AdmissionServices): AdmissionPhase => {
-  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason) => {
+  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason, trace: ConnectionTrace | undefined) => {
     stats.rejected(reason)
+    traceAdmission(trace, reason)
+    traceRefusal(trace, reason)
     return Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
   }
 
@@ -55,17 +78,25 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     // The handshake phase is over: this connection no longer counts against the flood bounds.
     opened.slot()
     const player = start.value
-    const who = `${player.name}${player.uuid !== undefined ? ` (${player.uuid})` : ""}`
+    // offline trusts the name and tells the backend the offline-mode UUID of it (session/join.ts): that is the
+    // player's identity for bans and the registry too. client_only replaces it after authentication.
+    const uuid = server.config.proxy_mode === "offline" ? offlineUuid(player.name) : player.uuid
+    const who = `${player.name}${uuid !== undefined ? ` (${uuid})` : ""}`
+    const trace = connection.trace
+    if (trace !== undefined) trace.player = player.name
     const now = clock.unsafeCurrentTimeMillis()
-    const playerBan = bans.playerBan({ name: player.name, uuid: player.uuid }, now)
+    const playerBan = bans.playerBan({ name: player.name, uuid }, now)
     if (playerBan !== undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned")
-    }
-    if (server.config.proxy_mode === "client_only") {
-      return refused(client, Effect.logWarning(`refused ${who}: proxy_mode ${server.config.proxy_mode} is not available yet`), MESSAGES.clientOnlyUnavailable, "unavailable")
+      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned", trace)
     }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
-      return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode`), MESSAGES.forwardingUnavailable, "unavailable")
+      // Modern forwarding answers a login plugin request, which only a packet mode reads and only 1.13+ has.
+      if (!isPacketMode(server)) {
+        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable, "unavailable", trace)
+      }
+      if (opened.opening.handshake.protocolVersion < MODERN_FORWARDING_MIN_PROTOCOL) {
+        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113, "unavailable", trace)
+      }
     }
     const lease = registry.admit(
       server,
@@ -76,31 +107,50 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
         clientPort: peer.clientPort,
         protocolVersion: opened.opening.handshake.protocolVersion,
         name: player.name,
-        uuid: player.uuid
+        uuid
       },
       now
     )
     if (lease === undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full")
+      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full", trace)
     }
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
+    traceAdmission(trace, "admitted")
     if (!manager.dataPlane.manages(server.id)) return Effect.succeed(admitted)
+    if (trace !== undefined) trace.wakeStart = performance.now()
     return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
+      traceWake(trace, wake._tag === "Online" ? "online" : wake._tag === "Starting" ? "starting" : wake.state)
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()
-      if (wake._tag === "Starting") return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable")
+      if (wake._tag === "Starting") {
+        return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable", trace)
+      }
       return refused(
         client,
         Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
         server.config.disconnect_message,
-        "unavailable"
+        "unavailable",
+        trace
       )
     }).pipe(Effect.onInterrupt(() => Effect.sync(lease.release)))
   }
 
-  return (route) =>
-    Effect.flatMap(
+  return (route) => {
+    const protocolVersion = route.opened.opening.handshake.protocolVersion
+    const trace = route.opened.connection.trace
+    if (trace !== undefined) trace.admissionStart = performance.now()
+    if (isPacketMode(route.server) && packetIdsFor(protocolVersion) === undefined) {
+      route.opened.slot()
+      return refused(
+        route.opened.connection.socket,
+        Effect.logInfo(`refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`),
+        MESSAGES.unsupportedVersion(supportedRangeText()),
+        "unavailable",
+        trace
+      )
+    }
+    return Effect.flatMap(
       route.opened.reader.read(
         "Login Start",
         MAX_LOGIN_START_FRAME_BYTES,
@@ -109,4 +159,5 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       ),
       (start) => admit(route, start)
     )
+  }
 }

@@ -3,10 +3,16 @@ import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import { encodeProxyV2 } from "../../protocol/proxyProtocol.js"
 import type { ServerDefinition } from "../../schema/decode.js"
+import type { ConnectionTrace } from "../telemetry/connectionTrace.js"
 
 export interface Connection {
   readonly id: number
   readonly socket: Socket
+  /**
+   * The connection's trace, when it is traced (telemetry/connectionTrace.ts): set at its start, or at the handshake
+   * for a login; the phases fill it in, and whoever ends the connection hands it over.
+   */
+  trace?: ConnectionTrace | undefined
 }
 
 /** The two ends of a connection as the client sees them (from the socket, or from a PROXY protocol header). */

@@ -1,7 +1,11 @@
 /**
  * The join phase: dials the server's backend (Balancer order, connect timeouts and attempts), builds the handshake
- * the backend must see (Forwarding), replays the login to it, and hands both sockets to the relay mode the server's
- * `proxy_mode` calls for. From then on the relay owns the connection, the player's lease and the balancer count.
+ * the backend must see (Forwarding), and hands both sockets to the relay mode the server's `proxy_mode` calls for:
+ * a raw mode after the login was replayed to the backend, a packet mode with the login (name, UUID, properties,
+ * version, address), the handshake and the forwarding settings, since it logs into the backend itself. From then on
+ * the relay owns the connection, the player's lease and the balancer count.
+ *
+ * After authentication (client_only) the player's connection is encrypted: a refusal here is an encrypted Disconnect.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -9,14 +13,20 @@ import * as Exit from "effect/Exit"
 import type { Socket } from "node:net"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { formatHostPort } from "../../schema/HostPort.js"
-import type { Backend } from "../Backend.js"
+import type { AttemptFailure, Backend } from "../Backend.js"
 import type { BalancerDataPlane } from "../Balancer.js"
-import type { Forwarding } from "../Forwarding.js"
+import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
+import { offlineUuid } from "../../protocol/forwarding.js"
+import { encodeFrame } from "../../protocol/framing.js"
+import { encodeLoginDisconnectBody } from "../../protocol/loginPackets.js"
+import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RelayDataPlane } from "../Relay.js"
-import type { ByteMeter, RelayOutcome } from "../relay/RelayMode.js"
+import type { ChannelContext, ChannelNetwork, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
+import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
+import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { relayTimeouts } from "../relay/watchdog.js"
-import { disconnect } from "./closing.js"
+import { closeWith, disconnect } from "./closing.js"
 import { backendPreamble } from "./connection.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Joined } from "./phases.js"
@@ -24,13 +34,19 @@ import type { Admitted, Joined } from "./phases.js"
 export interface JoinServices {
   readonly stats: StatsDataPlane
   readonly backend: Pick<Backend, "dial" | "logFailures">
-  readonly forwarding: Pick<Forwarding, "backendHandshake">
+  readonly forwarding: Pick<Forwarding, "backendHandshake" | "modernSecret">
   readonly balancer: BalancerDataPlane
   readonly relay: RelayDataPlane
+  /** The BungeeCord channel of the packet modes reads player counts... */
+  readonly registry: Pick<PlayerRegistryDataPlane, "countFor">
+  /** ...and looks up sessions and reaches players beyond this thread (workers) through this. */
+  readonly channel: ChannelNetwork
   /** Logs outside any fiber (the "left" line is written when a relay ends, long after the session's fiber). */
   readonly logDetached: (effect: Effect.Effect<void>) => void
   /** Whether info lines are logged at all: the "joined" and "left" lines are skipped cheaply when not. */
   readonly infoLogged: boolean
+  /** Where a traced connection's record goes when its session ends. */
+  readonly tracing: TracingDataPlane | undefined
 }
 
 export type JoinPhase = (admitted: Admitted) => Effect.Effect<Joined>
@@ -43,7 +59,38 @@ const gone = (client: Socket): boolean => client.destroyed || client.writableEnd
 
 const CLOSED: Effect.Effect<Joined> = Effect.succeed("closed")
 
-export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetached, infoLogged }: JoinServices): JoinPhase => {
+/** A login Disconnect with `message`, encrypted when the authentication turned encryption on. */
+const refuseLogin = (admitted: Admitted, message: string): Effect.Effect<void> => {
+  const client = admitted.route.opened.connection.socket
+  const encryption = admitted.authentication
+  if (encryption === undefined) return disconnect(client, message)
+  return Effect.suspend(() => closeWith(client, encryption.encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
+}
+
+/** The player as a packet mode logs it into the backend: the authenticated profile, else Login Start's name. */
+const packetProfile = (admitted: Admitted) => {
+  const authenticated = admitted.authentication?.profile
+  if (authenticated !== undefined) return authenticated
+  const name = admitted.start.value.name
+  // offline trusts the name: the backend gets the UUID an offline-mode server would give it.
+  return { name, uuid: offlineUuid(name), properties: [] }
+}
+
+/** The failed attempts in the connect-duration histogram and on the trace. */
+const noteFailures = (stats: StatsDataPlane, trace: ConnectionTrace | undefined, failures: ReadonlyArray<AttemptFailure>): void => {
+  for (const failure of failures) {
+    stats.connectAttempt(false, failure.end - failure.start)
+    if (trace !== undefined) (trace.attempts ??= []).push({ address: failure.address, start: failure.start, end: failure.end, error: failure.reason })
+  }
+}
+
+export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, channel: network, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
+  /** Lines about a packet session, with the connection's fields, written outside any fiber. */
+  const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
+    debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
+    info: (message) => logDetached(Effect.logInfo(message).pipe(Effect.annotateLogs(annotations))),
+    warning: (message) => logDetached(Effect.logWarning(message).pipe(Effect.annotateLogs(annotations)))
+  })
   /**
    * What runs when a player's relay ends: gives the leases back and logs the "left" line. Made out here, from just
    * what it needs, because a function made inside the join would keep everything the login held (its reader and
@@ -54,14 +101,25 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetac
     serverId: string,
     annotations: Record<string, unknown>,
     releases: ReadonlyArray<() => void>,
-    meters: { readonly current: ByteMeter | undefined }
+    meters: { readonly current: ByteMeter | undefined },
+    trace: ConnectionTrace | undefined
   ) => {
     const started = Date.now()
+    if (trace !== undefined) trace.sessionStart = performance.now()
     return (outcome: RelayOutcome): void => {
       for (const release of releases) release()
       const bytesIn = meters.current?.bytesIn() ?? 0
       const bytesOut = meters.current?.bytesOut() ?? 0
       stats.sessionEnded(bytesIn, bytesOut)
+      if (trace !== undefined && tracing !== undefined) {
+        trace.sessionEnd = trace.end = performance.now()
+        trace.bytesIn = bytesIn
+        trace.bytesOut = bytesOut
+        trace.closedBy = outcome.end
+        trace.closedDetail = outcome.detail
+        trace.outcome = "relayed"
+        tracing.finish(trace)
+      }
       if (!infoLogged) return
       logDetached(
         Effect.logInfo(
@@ -73,28 +131,84 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetac
     }
   }
 
-  /** Replays the login to the backend and hands both sockets to the relay; the connection's fiber ends here. */
-  const startRelay = (admitted: Admitted, backendSocket: Socket, address: BackendAddress, handshakeBytes: Buffer): Effect.Effect<Joined> => {
+  /** What a packet mode needs to log the player into the backend itself. */
+  const packetStart = (admitted: Admitted, preface: Buffer, modernSecret: string | undefined, annotations: Record<string, unknown>): PacketStart => {
+    const { opened, server } = admitted.route
+    const { peer, reader, snapshot } = opened
+    const profile = packetProfile(admitted)
+    const login = admitted.start.value
+    const forwardingConfig = snapshot.global.forwarding
+    const channel: ChannelContext | undefined = forwardingConfig.legacy_channel
+      ? {
+          permissions: forwardingConfig.channel_permissions,
+          lookup: network.lookup,
+          route: network.route,
+          countFor: (id) => {
+            const counted = snapshot.servers.get(id)
+            return counted === undefined ? 0 : registry.countFor(counted)
+          },
+          servers: [...snapshot.servers.values()].map((entry) => ({
+            id: entry.id,
+            host: entry.config.addresses[0]?.host ?? "",
+            port: entry.config.addresses[0]?.port ?? 0
+          }))
+        }
+      : undefined
+    return {
+      serverId: server.id,
+      login: {
+        name: profile.name,
+        uuid: profile.uuid,
+        properties: profile.properties,
+        protocolVersion: opened.opening.handshake.protocolVersion,
+        clientIp: peer.clientIp,
+        clientPort: peer.clientPort,
+        publicKey: login.publicKey
+      },
+      preface,
+      buffered: reader.takeBuffered(),
+      encryption: admitted.authentication === undefined ? undefined : { encrypt: admitted.authentication.encrypt, decrypt: admitted.authentication.decrypt },
+      modernSecret,
+      channel,
+      backendClosedMessage: MESSAGES.backendClosed,
+      log: packetLog(annotations)
+    }
+  }
+
+  /**
+   * Hands both sockets to the relay (a raw mode after the login was replayed to the backend; a packet mode with the
+   * login it carries out itself); the connection's fiber ends here.
+   */
+  const startRelay = (
+    admitted: Admitted,
+    mode: RelayMode,
+    backendSocket: Socket,
+    address: BackendAddress,
+    handshakeBytes: Buffer,
+    modernSecret: string | undefined
+  ): Effect.Effect<Joined> => {
     const { opened, server } = admitted.route
     const { connection, peer, reader } = opened
     const client = connection.socket
     if (gone(client)) return CLOSED
     const releases = [admitted.lease.release, balancer.acquire(server, address)]
     const preamble = backendPreamble(server, peer)
-    const replay = [handshakeBytes, admitted.start.raw, reader.takeBuffered()]
-    // Not waited for: the relay starts at once and reports a failed write as the backend's error.
-    backendSocket.write(Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
-    const { mode } = relay.modeFor(server)
+    const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
+    let packet: PacketStart | undefined
+    if (mode.kind === "packet") {
+      packet = packetStart(admitted, preamble === undefined ? handshakeBytes : Buffer.concat([preamble, handshakeBytes]), modernSecret, annotations)
+    } else {
+      const replay = [handshakeBytes, admitted.start.raw, reader.takeBuffered()]
+      // Not waited for: the relay starts at once and reports a failed write as the backend's error.
+      backendSocket.write(Buffer.concat(preamble === undefined ? replay : [preamble, ...replay]))
+    }
     const via = formatHostPort(address)
     // From here the relay owns both sockets and the leases, and this fiber ends.
     const start = () => {
       const meters: { current: ByteMeter | undefined } = { current: undefined }
-      const live = relay.start(mode, {
-        client,
-        backend: backendSocket,
-        timeouts: relayTimeouts(server.config.timeouts.read, server.config.timeouts.write),
-        onEnd: relayEnded(admitted.who, server.id, { conn: connection.id, ip: peer.clientIp, server: server.id }, releases, meters)
-      })
+      const timeouts = relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
+      const onEnd = relayEnded(admitted.who, server.id, annotations, releases, meters, connection.trace)
+      const live = relay.start(mode, packet === undefined ? { client, backend: backendSocket, timeouts, onEnd } : { client, backend: backendSocket, timeouts, onEnd, packet })
       meters.current = live.meter
       admitted.lease.attachBackend(via, live.meter)
       admitted.lease.attachEnder(live)
@@ -102,7 +216,7 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetac
       return "relayed" as const
     }
     if (!infoLogged) return Effect.sync(start)
-    return Effect.map(Effect.logInfo(`${admitted.who} joined ${server.id} via ${via}${mode.name === "zero_copy" ? " (zero_copy)" : ""}`), start)
+    return Effect.map(Effect.logInfo(`${admitted.who} joined ${server.id} via ${via}${mode.name === "passthrough" ? "" : ` (${mode.name})`}`), start)
   }
 
   return (admitted) => {
@@ -110,43 +224,59 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, logDetac
     const { snapshot, connection, peer } = opened
     const client = connection.socket
     if (gone(client)) return CLOSED
+    const trace = connection.trace
     return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global)), (dialed): Effect.Effect<Joined> => {
       if (dialed._tag === "Left") {
+        noteFailures(stats, trace, dialed.left.attempts)
         stats.rejected("backend_unreachable")
+        traceRefusal(trace, "backend_unreachable")
         return Effect.as(
           Effect.zipRight(
             Effect.logWarning(`${admitted.who} could not join ${server.id}: ${dialed.left.message}`),
-            disconnect(client, server.config.disconnect_message)
+            refuseLogin(admitted, server.config.disconnect_message)
           ),
           "closed"
         )
       }
       const { socket: backendSocket, address, failures } = dialed.right
+      noteFailures(stats, trace, failures)
+      stats.connectAttempt(true, dialed.right.end - dialed.right.start)
+      if (trace !== undefined) {
+        const attempts = (trace.attempts ??= [])
+        attempts.push({ address: formatHostPort(address), start: dialed.right.start, end: dialed.right.end, error: undefined })
+        trace.forwardingStart = performance.now()
+        trace.forwarding = forwardingModeOf(server, snapshot.global)
+      }
+      const { mode } = relay.modeFor(server)
+      const packetMode = mode.kind === "packet"
       const handshake = Effect.suspend(() =>
-        Effect.either(
-          forwarding.backendHandshake({
-            server,
-            global: snapshot.global,
-            handshake: opened.opening.handshake,
-            raw: opened.opening.raw,
-            backend: address,
-            clientIp: peer.clientIp,
-            login: admitted.start.value
-          })
-        )
+        forwarding.backendHandshake({
+          server,
+          global: snapshot.global,
+          handshake: opened.opening.handshake,
+          raw: opened.opening.raw,
+          backend: address,
+          clientIp: peer.clientIp,
+          login: admitted.start.value,
+          profile: packetMode ? packetProfile(admitted) : undefined
+        })
       )
-      const replayed = Effect.flatMap(handshake, (bytes): Effect.Effect<Joined> => {
-        if (bytes._tag === "Left") {
+      // A packet mode answers modern forwarding itself, with the secret.
+      const modern = packetMode && forwardingModeOf(server, snapshot.global) === "modern"
+      const prepared: Effect.Effect<{ readonly bytes: Buffer; readonly secret: string | undefined }, ForwardingUnavailable> = modern
+        ? Effect.zipWith(handshake, forwarding.modernSecret(snapshot.global), (bytes, secret) => ({ bytes, secret }))
+        : Effect.map(handshake, (bytes) => ({ bytes, secret: undefined }))
+      const replayed = Effect.flatMap(Effect.either(prepared), (ready): Effect.Effect<Joined> => {
+        if (trace !== undefined) trace.forwardingEnd = performance.now()
+        if (ready._tag === "Left") {
           stats.rejected("unavailable")
+          traceRefusal(trace, "unavailable")
           return Effect.as(
-            Effect.zipRight(
-              Effect.logError(`${admitted.who} could not join ${server.id}: ${bytes.left.message}`),
-              disconnect(client, MESSAGES.forwardingUnavailable)
-            ),
+            Effect.zipRight(Effect.logError(`${admitted.who} could not join ${server.id}: ${ready.left.message}`), refuseLogin(admitted, MESSAGES.forwardingUnavailable)),
             "closed"
           )
         }
-        return startRelay(admitted, backendSocket, address, bytes.right)
+        return startRelay(admitted, mode, backendSocket, address, ready.right.bytes, ready.right.secret)
       })
       // The backend socket is the join's until a relay owns it.
       return (failures.length > 0 ? Effect.zipRight(backend.logFailures(server, failures), replayed) : replayed).pipe(

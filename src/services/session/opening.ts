@@ -9,7 +9,9 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import {
   decodeHandshakeBody,
-  MAX_HANDSHAKE_FRAME_BYTES
+  MAX_HANDSHAKE_FRAME_BYTES,
+  NEXT_STATE_STATUS,
+  splitAddress
 } from "../../protocol/handshake.js"
 import { readFrame } from "../../protocol/frame.js"
 import { detectLegacy, encodeLegacyKick } from "../../protocol/legacy.js"
@@ -23,7 +25,8 @@ import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
 import { done, failWith, needMore, type Parse, type ReadError, SocketReader } from "../net/SocketReader.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
-import type { StatsDataPlane } from "../Stats.js"
+import type { HandshakeKind, StatsDataPlane } from "../Stats.js"
+import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { closeWith, refuse } from "./closing.js"
 import { type Connection, normaliseIp, type Peer, type Release, socketPeer } from "./connection.js"
 import { MESSAGES } from "./messages.js"
@@ -74,15 +77,49 @@ export interface OpeningServices {
   readonly bans: BanDataPlane
   readonly clock: Clock.Clock
   readonly stats: StatsDataPlane
+  readonly tracing: TracingDataPlane | undefined
 }
 
 export type OpeningPhase = (
   connection: Connection,
   snapshot: ConfigSnapshot,
-  fields: ConnectionLogFields
+  fields: ConnectionLogFields,
+  /** When the connection was accepted (`performance.now()`). */
+  accepted: number
 ) => Effect.Effect<Opened | undefined, ReadError>
 
-export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: OpeningServices): OpeningPhase => {
+const kindOf = (opening: SettledOpening): HandshakeKind =>
+  opening._tag === "Modern" ? (opening.handshake.nextState === NEXT_STATE_STATUS ? "status" : "login") : opening._tag === "LegacyPing" ? "legacy_status" : "login"
+
+export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing }: OpeningServices): OpeningPhase => {
+  /**
+   * What the handshake says, counted, and on the trace: every login is traced, so one that was not sampled at the
+   * connection's start gets its record now.
+   */
+  const handshakeRead = (connection: Connection, peer: Peer, opening: SettledOpening, accepted: number): void => {
+    const now = performance.now()
+    const kind = kindOf(opening)
+    stats.handshake(kind, now - accepted)
+    if (tracing === undefined) return
+    let trace: ConnectionTrace | undefined = connection.trace
+    if (trace === undefined) {
+      if (kind !== "login") return
+      trace = connection.trace = tracing.begin(connection.id, accepted)
+      trace.clientAddress = peer.clientIp
+      trace.clientPort = peer.clientPort
+    }
+    trace.handshakeEnd = now
+    trace.handshake = kind
+    if (opening._tag === "Modern") {
+      trace.domain = splitAddress(opening.handshake.address).host
+      trace.domainPort = opening.handshake.port
+      trace.protocolVersion = opening.handshake.protocolVersion
+    } else if (opening._tag === "LegacyPing" && opening.ping._tag === "V1_6") {
+      trace.domain = splitAddress(opening.ping.host).host
+      trace.domainPort = opening.ping.port
+    }
+  }
+
   /** The client as the PROXY protocol header names it. */
   const readProxyPeer = (connection: Connection, reader: SocketReader): Effect.Effect<Peer, ReadError> =>
     Effect.map(
@@ -131,19 +168,22 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: Openi
     })
 
   /** The flood bound, the global filter and IP bans, then the handshake; the slot is given back unless handed on. */
-  const open = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot, slot: Release) => {
+  const open = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot, slot: Release, accepted: number) => {
     const socket = connection.socket
     const ip = peer.clientIp
     const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
     const ipBan = globallyAllowed ? bans.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined
     // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
     return Effect.flatMap(readOpening(reader), (opening): Effect.Effect<Opened | undefined> => {
+      handshakeRead(connection, peer, opening, accepted)
       if (!globallyAllowed) {
         stats.rejected("ip_filter")
+        traceRefusal(connection.trace, "ip_filter")
         return Effect.as(Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
       }
       if (ipBan !== undefined) {
         stats.rejected("banned")
+        traceRefusal(connection.trace, "banned")
         return Effect.as(
           Effect.zipRight(
             Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
@@ -153,6 +193,7 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: Openi
         )
       }
       if (opening._tag === "LegacyLogin") {
+        traceRefusal(connection.trace, "outdated_client")
         return Effect.as(
           Effect.zipRight(Effect.logDebug("pre-1.7 login refused"), closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient))),
           undefined
@@ -162,24 +203,31 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats }: Openi
     }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Effect.sync(slot))))
   }
 
-  return (connection, snapshot, fields) => {
+  return (connection, snapshot, fields, accepted) => {
     const reader = new SocketReader(connection.socket)
     const peer = snapshot.global.receive_proxy_protocol ? readProxyPeer(connection, reader) : Effect.succeed(socketPeer(connection.socket))
     return Effect.flatMap(peer, (found) => {
       fields.ip = found.clientIp
+      const trace = connection.trace
+      if (trace !== undefined) {
+        trace.clientAddress = found.clientIp
+        trace.clientPort = found.clientPort
+      }
       // Should this handshake be the oldest when every place is taken, it gives way to a newer one.
       const slot = rateLimiter.enterHandshake(found.clientIp, () => {
         stats.rejected("flood")
+        traceRefusal(trace, "flood")
         connection.socket.destroy()
       })
       if (slot === undefined) {
         stats.rejected("flood")
+        traceRefusal(trace, "flood")
         return Effect.as(
           Effect.zipRight(Effect.logDebug("too many handshakes in progress: closed"), closeWith(connection.socket, undefined)),
           undefined
         )
       }
-      return open(connection, reader, found, snapshot, slot)
+      return open(connection, reader, found, snapshot, slot, accepted)
     })
   }
 }

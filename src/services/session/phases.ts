@@ -7,6 +7,8 @@ import type { ServerDefinition } from "../../schema/decode.js"
 import type { Handshake } from "../../protocol/handshake.js"
 import type { LegacyPing } from "../../protocol/legacy.js"
 import type { LoginStart } from "../../protocol/login.js"
+import type { StreamCipher } from "../../protocol/cipher.js"
+import type { GameProfileProperty } from "../../protocol/forwarding.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { SocketReader } from "../net/SocketReader.js"
 import type { SessionLease } from "../PlayerRegistry.js"
@@ -56,6 +58,21 @@ export interface Admitted {
   readonly who: string
   /** Released when the setup fails; a relay that takes the connection over releases it when the session ends. */
   readonly lease: SessionLease
+  /** Set by the authentication phase (client_only): who the player is, and its connection's encryption. */
+  readonly authentication?: Authentication
+}
+
+/** A player authenticated at the proxy: the session service's profile, and the ciphers now on its connection. */
+export interface Authentication {
+  readonly profile: {
+    /** Dashed. */
+    readonly uuid: string
+    readonly name: string
+    readonly properties: ReadonlyArray<GameProfileProperty>
+  }
+  /** Their state continues from the authentication: whoever writes or reads the player next uses these. */
+  readonly encrypt: StreamCipher
+  readonly decrypt: StreamCipher
 }
 
 /** How the join ended: a relay owns the connection now, or the phase closed it (and gave back what it held). */

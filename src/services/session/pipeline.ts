@@ -18,7 +18,10 @@ import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
+import type { ReadError } from "../net/SocketReader.js"
+import type { TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
+import { makeAuthentication } from "./authentication.js"
 import { closeWith } from "./closing.js"
 import type { Connection } from "./connection.js"
 import { type JoinServices, makeJoin } from "./join.js"
@@ -37,7 +40,9 @@ export interface PipelineServices {
   readonly bans: BanDataPlane
   readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
-  readonly registry: PlayerRegistryDataPlane
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit" | "countFor">
+  /** The BungeeCord channel's reach: this thread's registry on one thread, the main thread's with workers. */
+  readonly channel: JoinServices["channel"]
   readonly status: StatusServices["status"]
   readonly manager: AdmissionServices["manager"]
   readonly backend: JoinServices["backend"]
@@ -46,18 +51,33 @@ export interface PipelineServices {
   readonly logDetached: JoinServices["logDetached"]
   readonly infoLogged: boolean
   readonly stats: StatsDataPlane
+  /** This thread's connection tracing; undefined when traces are off. */
+  readonly tracing: TracingDataPlane | undefined
+  /** The session service client_only logins are checked with (`PORTAL_SESSION_SERVER`, else Mojang's). */
+  readonly sessionServer: string
 }
 
 /**
  * Bad input and vanished peers are everyday events (scanners, timeouts): one debug line with the reason.
  * Anything else is a bug and is logged as an error with its cause; interruption (shutdown) is silent.
  */
-const logConnectionFailure = (cause: Cause.Cause<unknown>) => {
+const logConnectionFailure = (cause: Cause.Cause<unknown>, connection: Connection, stats: StatsDataPlane) => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
+  stats.failed()
   const failure = Cause.failureOption(cause)
+  const trace = connection.trace
   if (Option.isSome(failure) && !Cause.isDie(cause)) {
     const error = failure.value
-    return Effect.logDebug(`connection closed: ${error instanceof Error ? error.message : String(error)}`)
+    const reason = error instanceof Error ? error.message : String(error)
+    if (trace !== undefined) {
+      trace.outcome = "error"
+      trace.reason = reason
+    }
+    return Effect.logDebug(`connection closed: ${reason}`)
+  }
+  if (trace !== undefined) {
+    trace.outcome = "error"
+    trace.reason = "an unexpected failure (see the log)"
   }
   return Effect.logError("connection failed unexpectedly", cause)
 }
@@ -66,24 +86,37 @@ const logConnectionFailure = (cause: Cause.Cause<unknown>) => {
 export type ConnectionHandler = (connection: Connection) => Effect.Effect<void>
 
 export const makePipeline = (services: PipelineServices): ConnectionHandler => {
-  const { clock, rateLimiter, ipFilter, bans, router, balancer, stats } = services
-  const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats })
+  const { clock, rateLimiter, ipFilter, bans, router, balancer, stats, tracing } = services
+  const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats, tracing })
   const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
   const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane, stats })
   const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats })
+  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer })
   const join = makeJoin({
     stats,
     backend: services.backend,
     forwarding: services.forwarding,
     balancer,
     relay: services.relay,
+    registry: services.registry,
+    channel: services.channel,
     logDetached: services.logDetached,
-    infoLogged: services.infoLogged
+    infoLogged: services.infoLogged,
+    tracing
   })
 
-  /** A login from admission on: the lease is given back unless the relay took it over. */
-  const login = (admitted: Admitted): Effect.Effect<Joined> =>
+  /** A login from admission (or authentication) on: the lease is given back unless the relay took it over. */
+  const joined = (admitted: Admitted): Effect.Effect<Joined> =>
     join(admitted).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(admitted.lease.release))))
+
+  /** client_only authenticates first (the lease follows the login; it is given back unless the relay took it). */
+  const login = (admitted: Admitted): Effect.Effect<Joined, ReadError> => {
+    if (!services.relay.modeFor(admitted.route.server).mode.authenticates) return joined(admitted)
+    return authenticate(admitted).pipe(
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Effect.sync(admitted.lease.release))),
+      Effect.flatMap((authenticated) => (authenticated === undefined ? Effect.succeed<Joined>("closed") : joined(authenticated)))
+    )
+  }
 
   const afterRouting = (routed: Routed | undefined) => {
     if (routed === undefined) return Effect.succeed<Joined>("closed")
@@ -102,25 +135,40 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     return Effect.ensuring(next, Effect.sync(opened.slot))
   }
 
+  /** The end of a connection's setup that no relay took over: the socket is closed, the trace handed over. */
+  const setupEnded = (connection: Connection) => () => {
+    connection.socket.destroy()
+    const trace = connection.trace
+    if (trace !== undefined && tracing !== undefined) {
+      trace.end = performance.now()
+      tracing.finish(trace)
+    }
+  }
+
   // Runs in a fiber of its own (the Listener's FiberSet): its log fields are not restored when it ends.
   return (connection) => {
     const socket = connection.socket
+    const accepted = performance.now()
     // The connection's log fields, filled in as they become known. The fiber ends with the connection.
     const fields: ConnectionLogFields = { conn: connection.id }
     // A connection counts as active until its socket closes, whoever closes it (the session or a relay).
     stats.connectionOpened()
     socket.once("close", stats.connectionClosed)
+    // Traced from the start at the ping ratio; a login not picked here is traced from its handshake (opening.ts).
+    if (tracing !== undefined && tracing.sampled()) connection.trace = tracing.begin(connection.id, accepted)
     return Effect.zipRight(
       FiberRef.set(currentConnectionLog, fields),
       Effect.flatMap(services.snapshot, (snapshot) =>
-        Effect.flatMap(open(connection, snapshot, fields), (opened) =>
+        Effect.flatMap(open(connection, snapshot, fields, accepted), (opened) =>
           opened === undefined ? Effect.succeed<Joined>("closed") : afterOpening(opened, fields)
         )
       )
     ).pipe(
-      Effect.catchAllCause((cause) => Effect.as(Effect.zipRight(logConnectionFailure(cause), closeWith(socket, undefined)), "closed" as const)),
-      // The socket is closed here unless a relay took it over.
-      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(() => socket.destroy())))
+      Effect.catchAllCause((cause) =>
+        Effect.as(Effect.zipRight(logConnectionFailure(cause, connection, stats), closeWith(socket, undefined)), "closed" as const)
+      ),
+      // The socket is closed here unless a relay took it over (the relay's end hands the trace over then).
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(setupEnded(connection))))
     )
   }
 }

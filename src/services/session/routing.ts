@@ -10,6 +10,7 @@ import type { ConnectionLogFields } from "../log/connectionFields.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
+import { traceRefusal } from "../telemetry/connectionTrace.js"
 import { closeWith, disconnect, refuse } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { ModernOpened, Opened, Routed } from "./phases.js"
@@ -32,7 +33,10 @@ export interface Routing {
 export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: RoutingServices): Routing => ({
   allowLegacyPing: (opened) => {
     const allowed = rateLimiter.allow("status", opened.peer.clientIp, clock.unsafeCurrentTimeMillis(), opened.snapshot.global)
-    if (!allowed) stats.rejected("rate_limited")
+    if (!allowed) {
+      stats.rejected("rate_limited")
+      traceRefusal(opened.connection.trace, "rate_limited")
+    }
     return allowed
   },
 
@@ -43,8 +47,10 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
     const handshake = opening.handshake
     const { host } = splitAddress(handshake.address)
     const isStatus = handshake.nextState === NEXT_STATE_STATUS
+    const trace = connection.trace
     if (!rateLimiter.allow(isStatus ? "status" : "login", ip, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
       stats.rejected("rate_limited")
+      traceRefusal(trace, "rate_limited")
       return Effect.as(
         Effect.zipRight(
           isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"),
@@ -57,18 +63,25 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
     if (server === undefined) {
       if (snapshot.global.unknown_domain_behavior === "drop") {
         stats.rejected("unknown_domain")
+        traceRefusal(trace, "unknown_domain")
         return Effect.as(Effect.zipRight(Effect.logDebug(`unknown domain "${host}": dropped`), closeWith(socket, undefined)), undefined)
       }
       if (isStatus) return Effect.succeed({ _tag: "Status", opened, server: undefined })
       stats.rejected("unknown_domain")
+      traceRefusal(trace, "unknown_domain")
       return Effect.as(
         Effect.zipRight(Effect.logInfo(`login for unknown domain "${host}" refused`), disconnect(socket, MESSAGES.unknownDomain(host))),
         undefined
       )
     }
     fields.server = server.id
+    if (trace !== undefined) {
+      trace.server = server.id
+      trace.proxyMode = server.config.proxy_mode
+    }
     if (!ipFilter.allowedFor(server, ip)) {
       stats.rejected("ip_filter")
+      traceRefusal(trace, "ip_filter")
       return Effect.as(Effect.zipRight(Effect.logInfo(`refused by the [ip_filter] of ${server.id}`), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
     }
     return Effect.succeed(isStatus ? { _tag: "Status", opened, server } : { _tag: "Login", opened, server })

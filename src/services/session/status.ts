@@ -14,7 +14,8 @@ import { framedPacket, type ReadError, type WriteFailed, writeAll } from "../net
 import type { RouterDataPlane } from "../Router.js"
 import type { ServerManagerDataPlane } from "../ServerManager.js"
 import type { StatsDataPlane } from "../Stats.js"
-import type { StatusService } from "../StatusService.js"
+import type { StatusAnswer, StatusService } from "../StatusService.js"
+import type { ConnectionTrace } from "../telemetry/connectionTrace.js"
 import { toLegacyStatus } from "../status/motd.js"
 import { closeWith } from "./closing.js"
 import { backendPreamble } from "./connection.js"
@@ -40,6 +41,15 @@ export interface StatusPhase {
 const statusRequest = framedPacket(0x00, 16, () => undefined)
 const pingRequest = framedPacket(0x01, 16, (body) => body)
 
+/** The answer on the connection's trace: where it came from, the state it shows; the connection was answered. */
+const traceAnswer = (trace: ConnectionTrace | undefined, answer: StatusAnswer): void => {
+  if (trace === undefined) return
+  trace.statusEnd = performance.now()
+  trace.statusSource = answer.source
+  trace.statusState = answer.state
+  trace.outcome = "status"
+}
+
 export const makeStatusPhase = ({ status, router, balancer, manager, stats }: StatusServices): StatusPhase => {
   /**
    * The state a ping shows: the server manager's, and for a server that should be online but whose every address
@@ -54,6 +64,8 @@ export const makeStatusPhase = ({ status, router, balancer, manager, stats }: St
     // Plain combinators, as on the login path (see Session.ts).
     answer: ({ opened, server }) => {
       const { connection, reader, peer, opening } = opened
+      const trace = connection.trace
+      if (trace !== undefined) trace.statusStart = performance.now()
       return reader.read("the status request", 64, HANDSHAKE_TIMEOUT_MS, statusRequest).pipe(
         Effect.zipRight(
           Effect.suspend(() =>
@@ -67,7 +79,12 @@ export const makeStatusPhase = ({ status, router, balancer, manager, stats }: St
           )
         ),
         Effect.tap((answer) => writeAll(connection.socket, encodeStatusResponse(answer.text))),
-        Effect.tap(() => Effect.sync(stats.ping)),
+        Effect.tap((answer) =>
+          Effect.sync(() => {
+            stats.ping()
+            traceAnswer(trace, answer)
+          })
+        ),
         Effect.flatMap((answer) => Effect.logDebug(`status ping answered (${answer.source}, ${answer.state})`)),
         Effect.zipRight(reader.read("the ping", 64, HANDSHAKE_TIMEOUT_MS, pingRequest).pipe(Effect.option)),
         Effect.flatMap((ping) => closeWith(connection.socket, Option.isSome(ping) ? encodePongFromBody(ping.value.value) : undefined))
@@ -79,6 +96,12 @@ export const makeStatusPhase = ({ status, router, balancer, manager, stats }: St
         const ping = opening.ping
         const host = ping._tag === "V1_6" ? splitAddress(ping.host).host : ""
         const server = host.length > 0 ? router.resolve(snapshot, host) : undefined
+        const trace = connection.trace
+        if (trace !== undefined) {
+          trace.statusStart = performance.now()
+          trace.server = server?.id
+          trace.proxyMode = server?.config.proxy_mode
+        }
         if (server === undefined && snapshot.global.unknown_domain_behavior === "drop") return closeWith(connection.socket, undefined)
         const handshake: Handshake = {
           protocolVersion: LEGACY_STATUS_PROTOCOL,
@@ -96,7 +119,12 @@ export const makeStatusPhase = ({ status, router, balancer, manager, stats }: St
           })
           .pipe(
             Effect.tap((answer) => Effect.logDebug(`legacy ${ping._tag} ping for "${host}" answered (${answer.source})`)),
-            Effect.tap(() => Effect.sync(stats.ping)),
+            Effect.tap((answer) =>
+              Effect.sync(() => {
+                stats.ping()
+                traceAnswer(trace, answer)
+              })
+            ),
             Effect.flatMap((answer) => closeWith(connection.socket, encodeLegacyPingResponse(ping, toLegacyStatus(answer.json))))
           )
       })

@@ -11,6 +11,8 @@ import type { Ban } from "../bans/file.js"
 import type { SessionEntry } from "../PlayerRegistry.js"
 import type { EnsureResult } from "../ServerManager.js"
 import type { StatusAnswer } from "../StatusService.js"
+import type { ChannelDelivery, ChannelQuery, ChannelSession } from "../relay/packet/PacketStart.js"
+import type { ConnectionTrace } from "../telemetry/connectionTrace.js"
 
 /** A status answer asked of the main thread, which owns the status cache. */
 export interface StatusCall {
@@ -25,8 +27,14 @@ export interface StatusCall {
 export type WorkerCall =
   | { readonly _tag: "Call"; readonly id: number; readonly method: "ensureOnline"; readonly serverId: string }
   | { readonly _tag: "Call"; readonly id: number; readonly method: "statusAnswer"; readonly request: StatusCall }
+  /** The BungeeCord channel's lookup of live sessions, answered from the main thread's registry (every worker's). */
+  | { readonly _tag: "Call"; readonly id: number; readonly method: "channelLookup"; readonly query: ChannelQuery }
 
-export type CallResult<C extends WorkerCall> = C extends { readonly method: "ensureOnline" } ? EnsureResult : StatusAnswer
+export type CallResult<C extends WorkerCall> = C extends { readonly method: "ensureOnline" }
+  ? EnsureResult
+  : C extends { readonly method: "channelLookup" }
+    ? ReadonlyArray<ChannelSession>
+    : StatusAnswer
 
 /** A worker's session as the main thread's registry lists it, with its byte counts at the time of asking. */
 export interface SessionBytes {
@@ -42,6 +50,8 @@ export type ToWorker =
   | { readonly _tag: "States"; readonly states: ReadonlyArray<readonly [string, ServerState]> }
   | { readonly _tag: "EndSession"; readonly sessionId: number; readonly reason: string }
   | { readonly _tag: "AskBytes"; readonly id: number }
+  /** A BungeeCord delivery for this worker's players; answered with `ChannelDelivered`. */
+  | { readonly _tag: "Channel"; readonly id: number; readonly delivery: ChannelDelivery }
   | { readonly _tag: "Reply"; readonly id: number; readonly value: unknown }
   | { readonly _tag: "Drain"; readonly graceMs: number }
   /** Test hook, honoured only where PORTAL_TEST_HOOKS=1: the worker throws from its event loop. */
@@ -55,14 +65,21 @@ export type FromWorker =
   /** Sessions that came, found their backend or left since the last batch, in order. */
   | { readonly _tag: "Sessions"; readonly events: ReadonlyArray<SessionEvent> }
   | { readonly _tag: "Bytes"; readonly id: number; readonly sessions: ReadonlyArray<SessionBytes> }
+  /** What of a BungeeCord delivery this worker could not make itself, for players other workers relay. */
+  | { readonly _tag: "ChannelRoute"; readonly delivery: ChannelDelivery }
+  /** The servers of the players a `Channel` delivery reached. */
+  | { readonly _tag: "ChannelDelivered"; readonly id: number; readonly reached: ReadonlyArray<string> }
   | { readonly _tag: "Drained" }
   /** Log records, written by the main thread's logger (one format, one output, the worker's index among the fields). */
   | { readonly _tag: "Logs"; readonly records: ReadonlyArray<WorkerLogRecord> }
+  /** The records of traced connections that ended since the last batch, for the main thread to export. */
+  | { readonly _tag: "Traces"; readonly traces: ReadonlyArray<ConnectionTrace> }
 
 /** A change to a worker's sessions, for the main thread's registry. */
 export type SessionEvent =
   | { readonly _tag: "Added"; readonly entry: SessionEntry }
   | { readonly _tag: "Backend"; readonly sessionId: number; readonly backendAddress: string }
+  | { readonly _tag: "Identified"; readonly sessionId: number; readonly name: string; readonly uuid: string | undefined }
   | { readonly _tag: "Removed"; readonly sessionId: number; readonly bytesIn: number; readonly bytesOut: number }
 
 /** What a worker thread starts with (`workerData`). */
@@ -77,6 +94,8 @@ export interface WorkerData {
   readonly bans: ReadonlyArray<Ban>
   readonly states: ReadonlyArray<readonly [string, ServerState]>
   readonly log: { readonly format: "pretty" | "json"; readonly level: string; readonly colors: boolean }
+  /** Connection tracing (`[telemetry.traces]`): the ping sampling ratio; undefined when traces are off. */
+  readonly tracing: { readonly samplingRatio: number } | undefined
   /** Whether test-only messages (Crash) are honoured. */
   readonly testHooks: boolean
 }

@@ -72,6 +72,9 @@ switch (input.task) {
       const release = state.ipTable.enterHandshake(ip, PER_IP, TOTAL)
       if (release === undefined) {
         refused += 1
+        // Give one place back, so that the threads together never hold every place and stall: progress must not
+        // depend on how the threads happen to be scheduled.
+        held.shift()?.()
       } else {
         taken += 1
         if (state.ipTable.stats().pendingTotal > TOTAL || (state.ipTable.lookup(ip)?.pending ?? 0) > PER_IP) violations += 1
@@ -94,7 +97,10 @@ switch (input.task) {
     let violations = 0
     for (let i = 0; i < OPS; i++) {
       const release = state.connections.enter(MAX)
-      if (release === undefined) continue
+      if (release === undefined) {
+        held.shift()?.() // as for handshakes: four threads holding three each could otherwise hold all ten
+        continue
+      }
       taken += 1
       if (Atomics.add(sync, 1, 1) + 1 > MAX || state.connections.count() > MAX) violations += 1
       keep(held, () => (Atomics.sub(sync, 1, 1), release()), 3)

@@ -1,0 +1,97 @@
+/**
+ * Without `[telemetry]` no OpenTelemetry code is loaded: nothing main.ts (or a worker thread's entry) loads at start
+ * reaches the SDK's modules, and a running Portal that served a ping and a login has none of them in its process.
+ * The telemetry layer imports them on demand (layers/Telemetry.ts), only when `[telemetry]` is enabled; then they are
+ * there, which shows the process check can see them.
+ */
+import { readFileSync } from "node:fs"
+import * as path from "node:path"
+import { describe, expect, it } from "vitest"
+import { startPortal } from "../helpers/process.js"
+import { makeConfigDir } from "../helpers/tempdir.js"
+import { join, ping, startBackend } from "../peers/minecraft.js"
+
+const SRC = path.resolve("src")
+const PRELOAD = path.resolve("test/peers/loadedModules.mjs")
+
+/** Specifiers a module loads when it is loaded: static imports and re-exports, type-only ones left out. */
+const loadedBy = (file: string): Array<string> => {
+  const text = readFileSync(file, "utf8")
+  const found: Array<string> = []
+  for (const match of text.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s+)?[^"'`;]*?from\s+["']([^"']+)["']/g)) {
+    if (match[2] === undefined) found.push(match[3]!)
+  }
+  for (const match of text.matchAll(/(?:^|\n)\s*import\s+["']([^"']+)["']/g)) found.push(match[1]!)
+  return found
+}
+
+const walk = (entry: string) => {
+  const seen = new Set<string>()
+  const packages = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const specifier of loadedBy(file)) {
+      if (specifier.startsWith(".")) visit(path.resolve(path.dirname(file), specifier.replace(/\.js$/, ".ts")))
+      else packages.add(specifier)
+    }
+  }
+  visit(entry)
+  return { files: [...seen].map((file) => path.relative(SRC, file)), packages: [...packages] }
+}
+
+const OTEL = /@opentelemetry\/|@effect\/opentelemetry|@grpc\//
+/** The SDK side of telemetry: everything under services/telemetry/ but the data plane's record, and its layer. */
+const sdkSide = (file: string) =>
+  file === path.join("layers", "TelemetrySdk.ts") ||
+  (file.startsWith(path.join("services", "telemetry") + path.sep) && file !== path.join("services", "telemetry", "connectionTrace.ts"))
+
+describe("telemetry's code", () => {
+  it("is not loaded at start: nothing main.ts or worker.ts loads reaches the SDK or its modules", () => {
+    for (const entry of ["main.ts", "worker.ts"]) {
+      const { files, packages } = walk(path.join(SRC, entry))
+      expect(files.length).toBeGreaterThan(30)
+      expect(files.filter(sdkSide)).toEqual([])
+      expect(packages.filter((name) => OTEL.test(name))).toEqual([])
+    }
+    expect(walk(path.join(SRC, "main.ts")).files).toContain(path.join("layers", "Telemetry.ts"))
+  })
+
+  it("is loaded on demand by the telemetry layer, which does reach it", () => {
+    expect(readFileSync(path.join(SRC, "layers", "Telemetry.ts"), "utf8")).toMatch(/import\("\.\/TelemetrySdk\.js"\)/)
+    const { files, packages } = walk(path.join(SRC, "layers", "TelemetrySdk.ts"))
+    expect(files).toContain(path.join("services", "telemetry", "otlpTraces.ts"))
+    expect(packages).toContain("@opentelemetry/sdk-metrics")
+    expect(packages).toContain("@effect/opentelemetry/Resource")
+  })
+
+  const modulesOfARun = async (telemetry: string) => {
+    const backend = await startBackend("lobby")
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetry}`, {
+      "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const file = path.join(dir.root, "modules.json")
+    const portal = startPortal(["--config", dir.configFile], {
+      env: { NODE_OPTIONS: `--import=${PRELOAD}`, PORTAL_LOADED_MODULES_FILE: file }
+    })
+    const [, port] = await portal.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/)
+    await ping(Number(port), "mc.example.com")
+    expect((await join(Number(port), "mc.example.com", { username: "alice" }))._tag).toBe("Kicked")
+    expect(await portal.stop("SIGTERM")).toBe(0)
+    const modules: Array<string> = JSON.parse(readFileSync(file, "utf8"))
+    expect(modules.some((url) => url.endsWith(path.join("dist", "main.js")))).toBe(true)
+    return modules
+  }
+
+  it("is not in the process of a Portal without [telemetry] that served a ping and a login", async () => {
+    const modules = await modulesOfARun("")
+    expect(modules.filter((url) => OTEL.test(url) || /dist\/layers\/TelemetrySdk\.js|dist\/services\/telemetry\/(?!connectionTrace)/.test(url))).toEqual([])
+  }, 30_000)
+
+  it("is in the process once [telemetry] is enabled", async () => {
+    const modules = await modulesOfARun(`[telemetry]\nenabled = true\n`)
+    expect(modules.some((url) => url.includes("@opentelemetry/sdk-metrics"))).toBe(true)
+    expect(modules.some((url) => url.includes("@effect/opentelemetry"))).toBe(true)
+    expect(modules.some((url) => url.endsWith(path.join("dist", "layers", "TelemetrySdk.js")))).toBe(true)
+  }, 30_000)
+})
