@@ -26,6 +26,9 @@ await build({
   tsconfig: "tsconfig.build.json",
   // CommonJS dependencies (ipaddr.js, ws) call require(); an ES module has none of its own.
   banner: { js: 'import { createRequire as __portalCreateRequire } from "node:module"; const require = __portalCreateRequire(import.meta.url);' },
+  // The OpenTelemetry SDK and gRPC load only with [telemetry] (dist/chunks/TelemetrySdk-*.js): bundling them saves
+  // nothing at start, and from node_modules they load as their authors ship and test them.
+  external: ["@opentelemetry/*", "@grpc/*"],
   legalComments: "none",
   // Without line breaks and indentation the source each thread keeps is smaller, and so are V8's tables of line
   // starts: 1 to 4 MiB less RSS with two workers. Names stay; stack traces point into the source maps beside.
