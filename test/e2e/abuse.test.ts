@@ -8,6 +8,7 @@ import { readdirSync } from "node:fs"
 import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
+import { MAX_PENDING_HANDSHAKES, RateLimiter } from "../../src/services/RateLimiter.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -104,6 +105,40 @@ describe("floods and hostile input", () => {
     expect(await join(portal.port, "mc.example.com", { preamble: from("198.51.100.9") })).toEqual({ _tag: "Kicked", reason: "kick: main" })
     for (const socket of flood) socket.destroy()
   })
+
+  it.each([1, 2])(
+    "a flood from many addresses holding every handshake place: the oldest give way, and a real client is served (%i worker threads)",
+    async (workers) => {
+      const { portal } = await setup(`worker_threads = ${workers}`)
+      const open = (n: number) => {
+        const socket = net.connect(portal.port, "127.0.0.1")
+        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()))
+        socket.on("error", () => {})
+        // Eight per address, within the per-address bound: only the proxy-wide one is reached.
+        socket.write(from(`10.9.${n >> 3}.${(n & 7) + 1}`))
+        return { socket, closed: () => socket.closed, whenClosed: closed }
+      }
+      const held = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, n) => open(n))
+      const pending = () => portal.run(Effect.flatMap(RateLimiter, (limiter) => limiter.pendingHandshakes))
+      await waitFor(async () => (await pending()) === MAX_PENDING_HANDSHAKES, { what: "every handshake place taken" })
+      // Every place is taken; newcomers (a stalled flood connection, then real clients) get in, and the oldest leave.
+      const late = Array.from({ length: 8 }, (_, n) => open(MAX_PENDING_HANDSHAKES + n))
+      for (let i = 0; i < 3; i++) {
+        expect(await join(portal.port, "mc.example.com", { preamble: from(`198.51.100.${i + 1}`) })).toEqual({ _tag: "Kicked", reason: "kick: main" })
+        expect(reasonText((await ping(portal.port, "mc.example.com", "1.20.4", from(`198.51.100.${i + 50}`))).description)).toBe("motd of main")
+      }
+      await waitFor(() => held.filter((connection) => connection.closed()).length >= 8, { what: "eight of the oldest closed" })
+      if (workers === 1) {
+        // Those that gave way are the oldest, never the newest. (With workers each thread evicts its own oldest,
+        // which are the oldest overall only as far as the kernel spread the connections evenly.)
+        expect(held.slice(MAX_PENDING_HANDSHAKES / 2).filter((connection) => connection.closed())).toEqual([])
+        expect(late.filter((connection) => connection.closed())).toEqual([])
+      }
+      expect(await pending()).toBeLessThanOrEqual(MAX_PENDING_HANDSHAKES)
+      for (const connection of [...held, ...late]) connection.socket.destroy()
+    },
+    20_000
+  )
 
   it("survives random and mutated handshakes, legacy pings and PROXY headers, then routes a real client with no leaked handles", async () => {
     const { portal } = await setup(`[rate_limit]\nenabled = false`)
