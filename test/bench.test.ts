@@ -23,9 +23,9 @@ const SCENARIO_ROWS = [
 ]
 
 describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
-  it("runs every scenario against every target and prints the report", { timeout: 150_000 }, async () => {
+  it("runs every scenario against every target and prints the report", { timeout: 300_000 }, async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ["bench/run.mjs", "--smoke"], {
-      timeout: 120_000,
+      timeout: 270_000,
       maxBuffer: 1 << 20
     })
     for (const row of SCENARIO_ROWS) expect(stdout).toContain(row)
@@ -44,6 +44,13 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     expect(stdout).toMatch(/\| passthrough logins\/s with telemetry on ≥ 0\.9× off \| \d+\.\d{2}× off \| (PASS|MISS) \|/)
     expect(stdout).toMatch(/Telemetry rows: .* \([1-9]\d* export requests/)
     expect(stdout).toContain("| 3. Connection rate | logins per second, telemetry on over OTLP/HTTP")
+    // The multi-core scenario (HAProxy and Portal with one thread and with two) and the flood, with their targets.
+    expect(stdout).toMatch(/\| logins per second \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \| \d+\.\d{2}× \| \d+\.\d{2}× \|/)
+    expect(stdout).toMatch(/\| Portal 2 workers connection rate ≥ 1\.6× Portal 1 worker \| \d+\.\d{2}× Portal 1 worker \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| Portal startup RSS, 1 worker ≤ 64 MiB \| \d+\.\d MiB \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| flood RSS growth ≤ 32 MiB, 2 workers \| \d+\.\d MiB \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| flood: the real client served throughout, 1 worker \| \d+ failed \| (PASS|MISS) \|/)
+    expect(stdout).toMatch(/\| real client: attempts served \| [1-9][\d,]* \| [1-9][\d,]* \|/)
   })
 })
 
