@@ -173,9 +173,12 @@ export const AddressView = Schema.Struct({
 
 export const ServerView = Schema.Struct({
   id: Schema.String,
-  /** Where the definition comes from (`file`; later `container`). */
-  source: Schema.Literal("file"),
+  /** Where the definition comes from: a server file, or the labels of a container (`[containers]`). */
+  source: Schema.Literal("file", "container"),
+  /** The file's path, or `container <name> (<short id>)` as messages name it. */
   file: Schema.String,
+  /** The container a discovered server comes from; null for a file. */
+  container: Schema.NullOr(Schema.Struct({ name: Schema.String, id: Schema.String })),
   domains: Schema.Array(Schema.String),
   state: ServerState,
   state_reason: Schema.NullOr(Schema.String),

@@ -97,8 +97,9 @@ export const makeViews = Effect.gen(function* () {
       const state = Option.match(status, { onNone: () => "online" as const, onSome: (known) => known.state })
       return {
         id: server.id,
-        source: "file" as const,
+        source: server.source._tag === "Container" ? ("container" as const) : ("file" as const),
         file: server.file,
+        container: server.source._tag === "Container" ? { name: server.source.name, id: server.source.id } : null,
         domains: server.config.domains,
         state: state === "online" && !anyHealthy ? "unreachable" : state,
         state_reason: Option.match(status, { onNone: () => (anyHealthy ? null : "every address fails its health check"), onSome: (known) => known.reason }),

@@ -16,7 +16,7 @@ import { SharedMemory } from "./SharedMemory.js"
 /** Handshakes one address may have in progress at once. */
 export const MAX_PENDING_HANDSHAKES_PER_IP = 8
 /** Handshakes in progress at once, all addresses together. */
-export const MAX_PENDING_HANDSHAKES = 512
+export const MAX_PENDING_HANDSHAKES = 1024
 /** The connection path's surface: synchronous, called for every connection. */
 export interface RateLimiterDataPlane {
   /** Counts an attempt of `kind` by `ip` at `now` (epoch ms); false when the address is over `[rate_limit]`. */

@@ -12,6 +12,7 @@ import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { startPortal, type RunningPortal } from "../helpers/portal.js"
 import { startPortal as startProcess } from "../helpers/process.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
+import { startWebPortal } from "../helpers/web.js"
 import { waitFor } from "../helpers/wait.js"
 import { type FakeDocker, startFakeDocker } from "../peers/fakeDocker.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
@@ -80,6 +81,30 @@ describe("container discovery", () => {
     await waitForServers(portal, (s) => s.has("mc-survival"), "the second container's server")
     expect(await join(portal.port, "survival.example.com")).toEqual({ _tag: "Kicked", reason: "kick: survival" })
     await portal.waitForLog(new RegExp(`server mc-survival: survival\\.example\\.com -> 127\\.0\\.0\\.1:${survival.port} \\(host port ${survival.port} published for 25565\\)`))
+  })
+
+  it("the admin API shows a discovered server's source: the container, by name and id; a file's server says file", async () => {
+    const docker = await startFakeDocker()
+    const lobby = await startBackend("lobby")
+    const started = docker.run({ name: "mc-lobby", labels: lobbyLabels("lobby.example.com", lobby.port), networks: { bridge: "127.0.0.1" } })
+    const web = await startWebPortal({
+      proxy: `[containers]\nendpoint = "${docker.endpoint}"\npoll_interval = "1h"\n`,
+      servers: { "hub.toml": `domains = ["hub.example.com"]\naddresses = ["127.0.0.1:${lobby.port}"]\n` }
+    })
+    await waitForServers(web.portal, (s) => s.has("mc-lobby"), "the container's server")
+    const view = await (await web.request("/api/v1/servers/mc-lobby")).json()
+    expect(view).toMatchObject({
+      id: "mc-lobby",
+      source: "container",
+      file: `container mc-lobby (${started.id.slice(0, 12)})`,
+      container: { name: "mc-lobby", id: started.id },
+      domains: ["lobby.example.com"]
+    })
+    const list: Array<{ id: string; source: string; container: unknown }> = await (await web.request("/api/v1/servers")).json()
+    expect(list.map(({ id, source, container }) => ({ id, source, container })).sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+      { id: "hub", source: "file", container: null },
+      { id: "mc-lobby", source: "container", container: { name: "mc-lobby", id: started.id } }
+    ])
   })
 
   it("labels for nested tables and arrays give every option of a server file", async () => {
