@@ -7,6 +7,7 @@ import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { compileFilter, isAllowed } from "../../src/services/IpFilter.js"
 import { MAX_PENDING_HANDSHAKES, MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter } from "../../src/services/RateLimiter.js"
+import { DEFAULT_HANDSHAKES_PER_WORKER } from "../../src/services/shared/layout.js"
 import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { SlidingWindowLimiter } from "./shared/slidingWindowModel.js"
 
@@ -73,6 +74,10 @@ describe("RateLimiter", () => {
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
     }).pipe(Effect.provide(layerWith({})))
   )
+
+  it("a thread's ledger holds the proxy-wide bound: one thread alone can take every place", () => {
+    expect(DEFAULT_HANDSHAKES_PER_WORKER).toBeGreaterThanOrEqual(MAX_PENDING_HANDSHAKES)
+  })
 
   it.scoped("with every place taken, the oldest handshake gives way to a newcomer: its place is given back and it is closed", () =>
     Effect.gen(function* () {
