@@ -58,7 +58,9 @@ describe("backend down", () => {
       "c.toml": `domains = ["c.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
     })
     const portal = await startPortal(dir.configFile)
-    await Promise.all(Array.from({ length: 8 }, () => ping(portal.port, "c.example.com")))
+    // Four at once: with the one after them, well within the eight handshakes in progress one address may have (a
+    // ping's place is given back as its connection closes, which may come after the client has its answer).
+    await Promise.all(Array.from({ length: 4 }, () => ping(portal.port, "c.example.com")))
     await ping(portal.port, "c.example.com")
     // Concurrent misses share one backend request; later pings hit the cache.
     expect(backend.handshakes.filter((h) => h.host === "c.example.com")).toHaveLength(1)
