@@ -100,7 +100,7 @@ describe("container discovery", () => {
       container: { name: "mc-lobby", id: started.id },
       domains: ["lobby.example.com"]
     })
-    const list: Array<{ id: string; source: string; container: unknown }> = await (await web.request("/api/v1/servers")).json()
+    const list = (await (await web.request("/api/v1/servers")).json()) as Array<{ id: string; source: string; container: unknown }>
     expect(list.map(({ id, source, container }) => ({ id, source, container })).sort((a, b) => a.id.localeCompare(b.id))).toEqual([
       { id: "hub", source: "file", container: null },
       { id: "mc-lobby", source: "container", container: { name: "mc-lobby", id: started.id } }

@@ -10,6 +10,7 @@ import { deflateSync } from "node:zlib"
 import { createRequire } from "node:module"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { encodeVarInt } from "../../src/protocol/varint.js"
 import { BanStore } from "../../src/services/BanStore.js"
 import { startPortal } from "../helpers/portal.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
@@ -18,20 +19,20 @@ import { startSessionService } from "../peers/sessionService.js"
 
 const mc = createRequire(import.meta.url)("minecraft-protocol")
 
-const varInt = (value: number): Buffer => {
-  const out: Array<number> = []
-  let rest = value >>> 0
-  do {
-    const low = rest & 0x7f
-    rest >>>= 7
-    out.push(rest === 0 ? low : low | 0x80)
-  } while (rest !== 0)
-  return Buffer.from(out)
-}
-
 const serialize = (state: string, name: string, params: Record<string, unknown>) => {
   const packet: Buffer = mc.createSerializer({ state, isServer: false, version: "1.20.4" }).createPacketBuffer({ name, params })
-  return Buffer.concat([varInt(packet.length), packet])
+  return Buffer.concat([encodeVarInt(packet.length), packet])
+}
+
+/** A client_only server `on.example` behind Portal, with legacy forwarding, and the session service it asks. */
+const startClientOnly = async () => {
+  const session = await startSessionService()
+  process.env.PORTAL_SESSION_SERVER = session.url
+  const backend = await startPacketBackend()
+  const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
+    "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
+  })
+  return { session, backend, portal: await startPortal(dir.configFile) }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -90,13 +91,7 @@ const badEncryption = (port: number, choose: (token: Buffer) => { secret: Buffer
 
 describe("bad input in the packet modes", () => {
   it("a wrong verify token, a secret of the wrong length, and a session service that says no, fails or hangs", { timeout: 40_000 }, async () => {
-    const session = await startSessionService()
-    process.env.PORTAL_SESSION_SERVER = session.url
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
-      "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { session, backend, portal } = await startClientOnly()
     const bystander = connectClient(portal.port, { version: "1.21.4", username: "Bystander", host: "on.example", session })
     expect((await bystander.joined)._tag).toBe("Joined")
 
@@ -129,13 +124,7 @@ describe("bad input in the packet modes", () => {
   })
 
   it("a player banned by UUID is refused after authentication, even when Login Start claimed another UUID", { timeout: 20_000 }, async () => {
-    const session = await startSessionService()
-    process.env.PORTAL_SESSION_SERVER = session.url
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
-      "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { session, backend, portal } = await startClientOnly()
     const account = session.account("Banned")
     await portal.run(Effect.flatMap(BanStore, (store) => store.add({ target: { type: "uuid", value: account.id }, reason: "Alt account", source: "test" })))
     // 1.12.2 sends no UUID in Login Start; the 1.21.4 client is made to claim another one.
@@ -161,12 +150,12 @@ describe("bad input in the packet modes", () => {
     // Under compression (threshold 256): VarInt packetLength | VarInt dataLength | zlib data.
     const compressed = (claimed: number, data: Buffer) => {
       const zlib = deflateSync(data)
-      const content = Buffer.concat([varInt(claimed), zlib])
-      return Buffer.concat([varInt(content.length), content])
+      const content = Buffer.concat([encodeVarInt(claimed), zlib])
+      return Buffer.concat([encodeVarInt(content.length), content])
     }
     const cases: Array<[string, Buffer, RegExp]> = [
       ["Huge", Buffer.from([0x80, 0x80, 0x80, 0x80, 0x01]), /frame length wider than 21 bits/],
-      ["Liar", compressed(300, Buffer.concat([varInt(0x05), Buffer.alloc(400, 7)])), /inflates to more than the 300 bytes it claims/],
+      ["Liar", compressed(300, Buffer.concat([encodeVarInt(0x05), Buffer.alloc(400, 7)])), /inflates to more than the 300 bytes it claims/],
       ["Small", compressed(10, Buffer.alloc(300, 1)), /claims 10 bytes, below the threshold of 256/]
     ]
     for (const [name, bytes, logLine] of cases) {

@@ -7,38 +7,12 @@
 import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
+import { SRC, staticallyLoaded } from "../helpers/staticImports.js"
 import { startPortal } from "../helpers/process.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { join, ping, startBackend } from "../peers/minecraft.js"
 
-const SRC = path.resolve("src")
 const PRELOAD = path.resolve("test/peers/loadedModules.mjs")
-
-/** Specifiers a module loads when it is loaded: static imports and re-exports, type-only ones left out. */
-const loadedBy = (file: string): Array<string> => {
-  const text = readFileSync(file, "utf8")
-  const found: Array<string> = []
-  for (const match of text.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s+)?[^"'`;]*?from\s+["']([^"']+)["']/g)) {
-    if (match[2] === undefined) found.push(match[3]!)
-  }
-  for (const match of text.matchAll(/(?:^|\n)\s*import\s+["']([^"']+)["']/g)) found.push(match[1]!)
-  return found
-}
-
-const walk = (entry: string) => {
-  const seen = new Set<string>()
-  const packages = new Set<string>()
-  const visit = (file: string) => {
-    if (seen.has(file)) return
-    seen.add(file)
-    for (const specifier of loadedBy(file)) {
-      if (specifier.startsWith(".")) visit(path.resolve(path.dirname(file), specifier.replace(/\.js$/, ".ts")))
-      else packages.add(specifier)
-    }
-  }
-  visit(entry)
-  return { files: [...seen].map((file) => path.relative(SRC, file)), packages: [...packages] }
-}
 
 const OTEL = /@opentelemetry\/|@effect\/opentelemetry|@grpc\//
 /** The bundle's chunk of the telemetry layer (scripts/bundle.mjs), which has @effect/opentelemetry inside. */
@@ -51,17 +25,17 @@ const sdkSide = (file: string) =>
 describe("telemetry's code", () => {
   it("is not loaded at start: nothing main.ts or worker.ts loads reaches the SDK or its modules", () => {
     for (const entry of ["main.ts", "worker.ts"]) {
-      const { files, packages } = walk(path.join(SRC, entry))
+      const { files, packages } = staticallyLoaded(path.join(SRC, entry))
       expect(files.length).toBeGreaterThan(30)
       expect(files.filter(sdkSide)).toEqual([])
       expect(packages.filter((name) => OTEL.test(name))).toEqual([])
     }
-    expect(walk(path.join(SRC, "main.ts")).files).toContain(path.join("layers", "Telemetry.ts"))
+    expect(staticallyLoaded(path.join(SRC, "main.ts")).files).toContain(path.join("layers", "Telemetry.ts"))
   })
 
   it("is loaded on demand by the telemetry layer, which does reach it", () => {
     expect(readFileSync(path.join(SRC, "layers", "Telemetry.ts"), "utf8")).toMatch(/import\("\.\/TelemetrySdk\.js"\)/)
-    const { files, packages } = walk(path.join(SRC, "layers", "TelemetrySdk.ts"))
+    const { files, packages } = staticallyLoaded(path.join(SRC, "layers", "TelemetrySdk.ts"))
     expect(files).toContain(path.join("services", "telemetry", "otlpTraces.ts"))
     expect(packages).toContain("@opentelemetry/sdk-metrics")
     expect(packages).toContain("@effect/opentelemetry/Resource")
