@@ -19,7 +19,7 @@ afterEach(async () => {
 })
 
 /** A TCP server that accepts and never answers: up for a tcp probe, down for a status_ping one. */
-const blackHole = async (port = 0) => {
+const blackHole = async (port = 0, host = "127.0.0.1") => {
   const open = new Set<net.Socket>()
   let peak = 0
   const server = net.createServer((socket) => {
@@ -30,7 +30,7 @@ const blackHole = async (port = 0) => {
     socket.on("close", () => open.delete(socket))
   })
   servers.push(server)
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  await new Promise<void>((resolve) => server.listen(port, host, resolve))
   return {
     port: (server.address() as net.AddressInfo).port,
     peak: () => peak,
@@ -54,19 +54,21 @@ const statusOf = (portal: Awaited<ReturnType<typeof startPortal>>, serverId: str
 
 describe("active health checks", () => {
   it("tcp probes mark an address down when it stops accepting and up when it is back", async () => {
-    const hole = await blackHole()
+    // On a loopback address of its own: while it is closed, no other test's listener can take its port.
+    const host = "127.0.0.61"
+    const hole = await blackHole(0, host)
     const port = hole.port
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("tcp")}`, { "s.toml": `domains = ["s.example.com"]\naddresses = ["127.0.0.1:${port}"]` })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("tcp")}`, { "s.toml": `domains = ["s.example.com"]\naddresses = ["${host}:${port}"]` })
     const portal = await startPortal(dir.configFile)
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect((await statusOf(portal, "s"))[0]!.healthy).toBe(true)
     await hole.close()
-    await portal.waitForLog(/health: s 127\.0\.0\.1:\d+ is down \(ECONNREFUSED\)/)
+    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is down \(ECONNREFUSED\)/)
     expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
     // Every address down: the server shows its unreachable MOTD without trying the backend.
     expect(reasonText((await ping(portal.port, "s.example.com")).description)).toMatch(/cannot be reached/)
-    await blackHole(port)
-    await portal.waitForLog(/health: s 127\.0\.0\.1:\d+ is up again/)
+    await blackHole(port, host)
+    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is up again/)
   })
 
   it("status_ping probes see a backend that accepts but does not answer; logins go to the healthy address first", async () => {
