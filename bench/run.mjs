@@ -314,25 +314,27 @@ const main = async () => {
       }
     }
     const cpuForCores = pinned ? cores.proxy : undefined
+    /** Portal passthrough with `workers` threads on the cores layout's CPUs; more than one: each worker its own socket. */
+    const workersPortal = async (/** @type {number} */ workers, /** @type {{ globals?: string, tables?: string, name: string }} */ extra) =>
+      portalTarget({
+        dir,
+        port: await freePort(),
+        backendPort,
+        mode: "passthrough",
+        cpu: cpuForCores,
+        nodeFlags: portalFlags,
+        workers,
+        // Each worker its own socket, so that the kernel spreads connections evenly.
+        globals: `${extra.globals ?? ""}${workers > 1 ? "so_reuseport = true\n" : ""}`,
+        tables: extra.tables,
+        name: extra.name
+      })
     if (only.includes("cores") && chosen.includes("passthrough") && manyWorkers < 2) {
       coresRun = { ...coresRun, note: `n/a: the machine has ${cores.proxyCpus} CPU for the proxies` }
     } else if (only.includes("cores") && chosen.includes("passthrough")) {
       await onCoresLayout(async () => {
         /** @type {Array<import("./targets.mjs").Target>} */
         const coreTargets = []
-        const portal = async (/** @type {number} */ workers) =>
-          portalTarget({
-            dir,
-            port: await freePort(),
-            backendPort,
-            mode: "passthrough",
-            cpu: cpuForCores,
-            nodeFlags: portalFlags,
-            workers,
-            // Each worker its own socket, so that the kernel spreads connections evenly.
-            globals: workers > 1 ? "so_reuseport = true\n" : "",
-            name: `workers_${workers}`
-          })
         try {
           if ("binary" in haproxy) {
             for (const nbthread of [1, manyWorkers]) {
@@ -341,7 +343,7 @@ const main = async () => {
               )
             }
           }
-          for (const workers of [1, manyWorkers]) coreTargets.push(await portal(workers))
+          for (const workers of [1, manyWorkers]) coreTargets.push(await workersPortal(workers, { name: `workers_${workers}` }))
           started.push(...coreTargets)
           const size = (/** @type {{ warmMs: number, windowMs: number, count: number, concurrency: number }} */ plan) => ({ ...plan, generators })
           for (const target of coreTargets) await scenarios.connectionRate(context, target, { ...size(PLAN.rate), warmMs: 0 })
@@ -368,15 +370,8 @@ const main = async () => {
     if (only.includes("flood") && chosen.includes("passthrough")) {
       await onCoresLayout(async () => {
         for (const workers of manyWorkers >= 2 ? [1, 2] : [1]) {
-          const target = await portalTarget({
-            dir,
-            port: await freePort(),
-            backendPort,
-            mode: "passthrough",
-            cpu: cpuForCores,
-            nodeFlags: portalFlags,
-            workers,
-            globals: `receive_proxy_protocol = true\n${workers > 1 ? "so_reuseport = true\n" : ""}`,
+          const target = await workersPortal(workers, {
+            globals: "receive_proxy_protocol = true\n",
             tables: "\n[rate_limit]\nenabled = true\n",
             name: `flood_${workers}`
           })

@@ -91,6 +91,12 @@ export type OpeningPhase = (
 const kindOf = (opening: SettledOpening): HandshakeKind =>
   opening._tag === "Modern" ? (opening.handshake.nextState === NEXT_STATE_STATUS ? "status" : "login") : opening._tag === "LegacyPing" ? "legacy_status" : "login"
 
+/** A connection refused or evicted for the handshake flood bound: counted, and its trace says why. */
+const countFloodRefusal = (stats: StatsDataPlane, trace: ConnectionTrace | undefined): void => {
+  stats.rejected("flood")
+  traceRefusal(trace, "flood")
+}
+
 export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing }: OpeningServices): OpeningPhase => {
   /**
    * What the handshake says, counted, and on the trace: every login is traced, so one that was not sampled at the
@@ -215,13 +221,11 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing
       }
       // Should this handshake be the oldest when every place is taken, it gives way to a newer one.
       const slot = rateLimiter.enterHandshake(found.clientIp, () => {
-        stats.rejected("flood")
-        traceRefusal(trace, "flood")
+        countFloodRefusal(stats, trace)
         connection.socket.destroy()
       })
       if (slot === undefined) {
-        stats.rejected("flood")
-        traceRefusal(trace, "flood")
+        countFloodRefusal(stats, trace)
         return Effect.as(
           Effect.zipRight(Effect.logDebug("too many handshakes in progress: closed"), closeWith(connection.socket, undefined)),
           undefined
