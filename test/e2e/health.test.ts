@@ -135,15 +135,18 @@ describe("active health checks", () => {
   })
 })
 
-/** Established connections to the given local ports, read from /proc/net/tcp. */
+/**
+ * Established connections to the given local ports, read from /proc/net/tcp. The kernel writes that file in pieces,
+ * and a socket can show up twice when other sockets come and go between two pieces, so each connection (its local
+ * and remote address) counts once.
+ */
 const countOpen = async (ports: Array<number>): Promise<number> => {
   const { readFileSync } = await import("node:fs")
   const wanted = new Set(ports.map((port) => port.toString(16).toUpperCase().padStart(4, "0")))
-  return readFileSync("/proc/net/tcp", "utf8")
-    .split("\n")
-    .slice(1)
-    .filter((line) => {
-      const fields = line.trim().split(/\s+/)
-      return fields[3] === "01" && wanted.has(fields[1]?.split(":")[1] ?? "")
-    }).length
+  const open = new Set<string>()
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const fields = line.trim().split(/\s+/)
+    if (fields[3] === "01" && wanted.has(fields[1]?.split(":")[1] ?? "")) open.add(`${fields[1]} ${fields[2]}`)
+  }
+  return open.size
 }
