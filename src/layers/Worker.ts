@@ -24,7 +24,7 @@ import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
 import type { BanDataPlane } from "../services/BanStore.js"
 import { buildIndex, findIpBan, findPlayerBan } from "../services/bans/lookup.js"
-import { ConfigStore } from "../services/ConfigStore.js"
+import { ConfigStore, followSnapshot } from "../services/ConfigStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { IpFilter } from "../services/IpFilter.js"
 import { listen } from "../services/listener/listen.js"
@@ -177,7 +177,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
 
     const handle = makePipeline({
       clock: yield* Effect.clock,
-      snapshot: store.get,
+      snapshot: yield* followSnapshot(store),
       rateLimiter: rateLimiterDataPlane(shared.ipTable),
       ipFilter: (yield* IpFilter).dataPlane,
       bans,
@@ -214,6 +214,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       relay: relay.dataPlane,
       logDetached: Runtime.runFork(runtime),
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
+      debugLogged: LogLevel.greaterThanEqual(LogLevel.Debug, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
       stats,
       tracing:
         data.tracing === undefined

@@ -7,7 +7,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
@@ -62,3 +63,17 @@ export class ConfigStore extends Context.Tag("portal/ConfigStore")<
     )
 }
 
+
+/**
+ * The current snapshot as a plain read, for the connection path, which reads it for every connection before the
+ * connection has a fiber: kept up to date by a fiber of the caller's scope that follows the changes.
+ */
+export const followSnapshot = (store: ConfigStore["Type"]): Effect.Effect<() => ConfigSnapshot, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let latest = yield* store.get
+    yield* store.changes.pipe(
+      Stream.runForEach((next) => Effect.sync(() => (latest = next))),
+      Effect.forkScoped
+    )
+    return () => latest
+  })

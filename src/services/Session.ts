@@ -22,7 +22,7 @@ import * as Runtime from "effect/Runtime"
 import { Backend } from "./Backend.js"
 import { Balancer } from "./Balancer.js"
 import { BanStore } from "./BanStore.js"
-import { ConfigStore } from "./ConfigStore.js"
+import { ConfigStore, followSnapshot } from "./ConfigStore.js"
 import { Forwarding } from "./Forwarding.js"
 import { IpFilter } from "./IpFilter.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
@@ -43,12 +43,12 @@ export { HANDSHAKE_TIMEOUT_MS, LEGACY_PING_WAIT_MS } from "./session/opening.js"
 export { LEGACY_STATUS_PROTOCOL } from "./session/status.js"
 
 export class Session extends Effect.Service<Session>()("portal/Session", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const store = yield* ConfigStore
     const registry = (yield* PlayerRegistry).dataPlane
     const handle = makePipeline({
       clock: yield* Effect.clock,
-      snapshot: store.get,
+      snapshot: yield* followSnapshot(store),
       rateLimiter: (yield* RateLimiter).dataPlane,
       ipFilter: (yield* IpFilter).dataPlane,
       bans: (yield* BanStore).dataPlane,
@@ -65,6 +65,7 @@ export class Session extends Effect.Service<Session>()("portal/Session", {
       logDetached: Runtime.runFork(yield* Effect.runtime<never>()),
       // The "left" line is logged from outside any fiber: skip forking one for it when info lines are filtered.
       infoLogged: LogLevel.greaterThanEqual(LogLevel.Info, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
+      debugLogged: LogLevel.greaterThanEqual(LogLevel.Debug, yield* FiberRef.get(FiberRef.currentMinimumLogLevel)),
       stats: (yield* Stats).dataPlane,
       tracing: (yield* Telemetry).dataPlane,
       sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER

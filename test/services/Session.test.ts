@@ -79,7 +79,13 @@ const connect = (runtime: ReturnType<typeof start>, id: number) => {
   let ended = false
   client.on("data", (chunk: Buffer) => received.push(chunk))
   client.on("end", () => (ended = true))
-  void runtime.runPromise(Effect.flatMap(Session, (session) => session.handle({ id, socket })))
+  void runtime.runPromise(
+    Effect.map(Session, (session) =>
+      session.handle.accept({ id, socket }, (effect) => {
+        runtime.runFork(effect)
+      })
+    )
+  )
   return { client, bytes: () => Buffer.concat(received), ended: () => ended }
 }
 

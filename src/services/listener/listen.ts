@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as net from "node:net"
 import { formatHostPort } from "../../schema/HostPort.js"
@@ -16,7 +17,7 @@ import { keepaliveParams } from "../Backend.js"
 import type { ConfigStore } from "../ConfigStore.js"
 import { applyKeepalive, applyToListener } from "../native/keepalive.js"
 import type { Relay } from "../Relay.js"
-import type { Connection } from "../session/connection.js"
+import type { ConnectionHandler } from "../session/connection.js"
 
 const ignoreError = () => {}
 
@@ -40,8 +41,8 @@ export type ListenTarget =
   | { readonly _tag: "ReusePort"; readonly host: string; readonly port: number }
 
 export interface ListenerOptions {
-  /** Runs one connection; never fails. */
-  readonly handle: (connection: Connection) => Effect.Effect<void>
+  /** Takes each connection (session/pipeline.ts). */
+  readonly handle: ConnectionHandler
   readonly store: ConfigStore["Type"]
   readonly relay: Pick<Relay, "active" | "awaitIdle">
   readonly target?: ListenTarget
@@ -57,16 +58,19 @@ export interface ListenerOptions {
 }
 
 /**
- * Accepts connections and runs each in its own fiber until the scope closes; then stops accepting and gives live
- * connections a bounded time to finish.
+ * Accepts connections and hands each to the session (its opening on callbacks, then a fiber) until the scope closes;
+ * then stops accepting and gives live connections a bounded time to finish.
  */
 export const listen = (options: ListenerOptions) =>
   Effect.gen(function* () {
-    const { store, relay, admit } = options
+    const { store, relay, admit, handle } = options
     const snapshot = yield* store.get
     const { bind } = snapshot.global
     const fibers = yield* FiberSet.make<void, never>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
+    const fork = (effect: Effect.Effect<void>): void => {
+      runFork(effect)
+    }
     let counter = 0
     const nextId = options.nextId ?? (() => ++counter)
 
@@ -106,7 +110,7 @@ export const listen = (options: ListenerOptions) =>
         applyKeepalive(socket, keepalive)
       }
       // Every connection has the same shape, traced or not.
-      runFork(options.handle({ id: nextId(), socket, trace: undefined }))
+      handle.accept({ id: nextId(), socket, trace: undefined }, fork)
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
       options.onRefused?.()
@@ -139,20 +143,23 @@ export const listen = (options: ListenerOptions) =>
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         server.close()
-        const live = (yield* FiberSet.size(fibers)) + (yield* relay.active)
+        const live = handle.opening() + (yield* FiberSet.size(fibers)) + (yield* relay.active)
         if (live > 0) {
           const grace = shutdownGrace()
           yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
+          // Openings have no fiber to wait for: they are looked at until none is left (each ends within its timeouts).
+          const openingsDone = Effect.repeat(Effect.sync(handle.opening), { until: (left) => left === 0, schedule: Schedule.spaced("20 millis") })
           // Finalizers run uninterruptibly; the wait must be interruptible or the timeout could never end it.
-          yield* Effect.zipRight(FiberSet.awaitEmpty(fibers), relay.awaitIdle).pipe(Effect.interruptible, Effect.timeoutOption(grace))
+          yield* Effect.zipRight(openingsDone, Effect.zipRight(FiberSet.awaitEmpty(fibers), relay.awaitIdle)).pipe(Effect.interruptible, Effect.timeoutOption(grace))
         }
+        handle.closeOpenings()
       })
     )
 
     return {
       /** The address actually bound (port 0 in `bind` gets a free port). */
       address: { host: bound.address, port: bound.port },
-      connections: FiberSet.size(fibers)
+      connections: Effect.map(FiberSet.size(fibers), (fibers) => fibers + handle.opening())
     }
   })
 

@@ -94,57 +94,89 @@ export class SocketReader {
     parse: (buffer: Buffer) => Parse<A, E>
   ): Effect.Effect<A, ReadError | E> {
     return Effect.async<A, ReadError | E>((resume) => {
-      const socket = this.socket
-      /** The outcome once there is one: parsed, failed, too large, or the peer gone. */
-      const settle = (): Effect.Effect<A, ReadError | E> | undefined => {
-        const result = parse(this.buffer)
-        switch (result._tag) {
-          case "Done":
-            this.buffer = this.buffer.subarray(result.consumed)
-            return Effect.succeed(result.value)
-          case "Fail":
-            return Effect.fail(result.error)
-          case "NeedMore":
-            if (this.buffer.length > limit) return Effect.fail(new InputTooLarge({ during, limit }))
-            if (this.ended) return Effect.fail(new ConnectionClosed({ during }))
-            return undefined
-        }
-      }
-      const first = settle()
-      if (first !== undefined) return resume(first)
-      // Listeners go before the fiber resumes: what it does next (the next read) must not be undone by them.
-      const timer = setTimeout(() => {
-        cleanup()
-        resume(Effect.fail(new ReadTimeout({ during, ms: timeoutMs })))
-      }, timeoutMs)
-      const cleanup = () => {
-        clearTimeout(timer)
-        socket.off("data", onData)
-        socket.off("end", onEnd)
-        socket.off("close", onEnd)
-        socket.pause()
-      }
-      const onData = (chunk: Buffer) => {
-        this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
-        const outcome = settle()
-        if (outcome === undefined) return
-        cleanup()
-        resume(outcome)
-      }
-      const onEnd = () => {
-        this.ended = true
-        cleanup()
-        resume(Effect.fail(new ConnectionClosed({ during })))
-      }
-      socket.on("data", onData)
-      socket.once("end", onEnd)
-      // An error always ends in close (the socket is destroyed), so close covers it.
-      socket.once("close", onEnd)
-      socket.resume()
-      return Effect.sync(cleanup)
+      const cancel = this.readThen(
+        during,
+        limit,
+        timeoutMs,
+        parse,
+        (value) => resume(Effect.succeed(value)),
+        (error) => resume(Effect.fail(error))
+      )
+      return Effect.sync(cancel)
     })
   }
+
+  /**
+   * `read` with callbacks, for a connection that has no fiber yet (its opening, session/opening.ts): exactly one of
+   * `done` and `failed` is called, possibly before this returns, unless the returned canceler runs first.
+   */
+  readThen<A, E>(
+    during: string,
+    limit: number,
+    timeoutMs: number,
+    parse: (buffer: Buffer) => Parse<A, E>,
+    done: (value: A) => void,
+    failed: (error: ReadError | E) => void
+  ): () => void {
+    const socket = this.socket
+    /** The outcome once there is one: parsed, failed, too large, or the peer gone; undefined while more is needed. */
+    const settle = (): Parse<A, ReadError | E> | undefined => {
+      const result = parse(this.buffer)
+      switch (result._tag) {
+        case "Done":
+          this.buffer = this.buffer.subarray(result.consumed)
+          return result
+        case "Fail":
+          return result
+        case "NeedMore":
+          if (this.buffer.length > limit) return failParse(new InputTooLarge({ during, limit }))
+          if (this.ended) return failParse(new ConnectionClosed({ during }))
+          return undefined
+      }
+    }
+    const deliver = (outcome: Parse<A, ReadError | E>) => {
+      if (outcome._tag === "Done") done(outcome.value)
+      else if (outcome._tag === "Fail") failed(outcome.error)
+    }
+    const first = settle()
+    if (first !== undefined) {
+      deliver(first)
+      return noCancel
+    }
+    // Listeners go before a callback runs: what it does next (the next read) must not be undone by them.
+    const timer = setTimeout(() => {
+      cleanup()
+      failed(new ReadTimeout({ during, ms: timeoutMs }))
+    }, timeoutMs)
+    const cleanup = () => {
+      clearTimeout(timer)
+      socket.off("data", onData)
+      socket.off("end", onEnd)
+      socket.off("close", onEnd)
+      socket.pause()
+    }
+    const onData = (chunk: Buffer) => {
+      this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
+      const outcome = settle()
+      if (outcome === undefined) return
+      cleanup()
+      deliver(outcome)
+    }
+    const onEnd = () => {
+      this.ended = true
+      cleanup()
+      failed(new ConnectionClosed({ during }))
+    }
+    socket.on("data", onData)
+    socket.once("end", onEnd)
+    // An error always ends in close (the socket is destroyed), so close covers it.
+    socket.once("close", onEnd)
+    socket.resume()
+    return cleanup
+  }
 }
+
+const noCancel = (): void => {}
 
 export class WriteFailed extends Data.TaggedError("WriteFailed")<{ readonly reason: string }> {
   override get message() {

@@ -12,25 +12,35 @@ import type { SettledOpening } from "./phases.js"
 /** How long a closing connection may take to flush its last message (ms). */
 const CLOSE_FLUSH_TIMEOUT_MS = 2_000
 
+/**
+ * Writes a last message (or nothing), half-closes, and calls `then` once it has left or the peer is gone (bounded by
+ * a plain timer), the socket destroyed; the returned canceler destroys it at once instead, without calling `then`.
+ */
+export const closeThen = (socket: Socket, data: Buffer | undefined, then: () => void): (() => void) => {
+  if (socket.destroyed) {
+    then()
+    return () => {}
+  }
+  const finish = () => {
+    clearTimeout(timer)
+    socket.off("close", finish)
+    socket.destroy()
+    then()
+  }
+  const timer = setTimeout(finish, CLOSE_FLUSH_TIMEOUT_MS)
+  socket.once("close", finish)
+  if (data === undefined) socket.end()
+  else socket.end(data)
+  return () => {
+    clearTimeout(timer)
+    socket.off("close", finish)
+    socket.destroy()
+  }
+}
+
 /** Writes a last message, half-closes, and waits (bounded by a plain timer) for it to leave. */
 export const closeWith = (socket: Socket, data: Buffer | undefined): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    if (socket.destroyed) return resume(Effect.void)
-    const finish = () => {
-      clearTimeout(timer)
-      socket.off("close", finish)
-      socket.destroy()
-      resume(Effect.void)
-    }
-    const timer = setTimeout(finish, CLOSE_FLUSH_TIMEOUT_MS)
-    socket.once("close", finish)
-    if (data === undefined) socket.end()
-    else socket.end(data)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      socket.destroy()
-    })
-  })
+  Effect.async<void>((resume) => Effect.sync(closeThen(socket, data, () => resume(Effect.void))))
 
 /** A login-state Disconnect with `message`, then the close. */
 export const disconnect = (socket: Socket, message: string): Effect.Effect<void> => closeWith(socket, encodeLoginDisconnect(message))

@@ -1,4 +1,5 @@
 /** A player connection as the session phases see it: its socket, its id, and who is at the other end. */
+import type * as Effect from "effect/Effect"
 import ipaddr from "ipaddr.js"
 import type { Socket } from "node:net"
 import { encodeProxyV2 } from "../../protocol/proxyProtocol.js"
@@ -13,6 +14,19 @@ export interface Connection {
    * for a login; the phases fill it in, and whoever ends the connection hands it over.
    */
   trace?: ConnectionTrace | undefined
+}
+
+/** Starts a connection's fiber among the listener's (which are drained, then interrupted, at shutdown). */
+export type Fork = (effect: Effect.Effect<void>) => void
+
+/** How a listener hands its connections over (session/pipeline.ts). */
+export interface ConnectionHandler {
+  /** Takes one connection: its opening runs on callbacks, the rest in a fiber started with `fork`. Never throws. */
+  readonly accept: (connection: Connection, fork: Fork) => void
+  /** Connections still in their opening, or closing after it, without a fiber. */
+  readonly opening: () => number
+  /** Closes the connections still in their opening (at shutdown, once the grace is over). */
+  readonly closeOpenings: () => void
 }
 
 /** The two ends of a connection as the client sees them (from the socket, or from a PROXY protocol header). */

@@ -2,11 +2,14 @@
  * The opening phase: the PROXY protocol header (when `receive_proxy_protocol`), the flood bound on handshakes in
  * progress, the global `[ip_filter]` and IP bans, then the handshake or a legacy (pre-1.7) ping. Refusals are said
  * here; a pre-1.7 login is kicked here.
+ *
+ * It comes in two parts. `read` runs on plain callbacks, before the connection has a fiber: most connections of a
+ * flood (garbage, stalled handshakes) end there, and a fiber with its runtime is ten times what such a connection
+ * costs otherwise (docs/benchmarks.md, "Memory under a flood"). `screen` runs in the connection's fiber once the
+ * handshake has arrived: the refusals, which log and write.
  */
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import {
   decodeHandshakeBody,
   MAX_HANDSHAKE_FRAME_BYTES,
@@ -16,7 +19,7 @@ import {
 import { readFrame } from "../../protocol/frame.js"
 import { detectLegacy, encodeLegacyKick } from "../../protocol/legacy.js"
 import { decoding } from "../../protocol/result.js"
-import { readProxyHeader } from "../../protocol/proxyProtocol.js"
+import { type ProxyHeaderRead, readProxyHeader } from "../../protocol/proxyProtocol.js"
 import { readVarInt } from "../../protocol/varint.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
@@ -80,13 +83,45 @@ export interface OpeningServices {
   readonly tracing: TracingDataPlane | undefined
 }
 
-export type OpeningPhase = (
-  connection: Connection,
-  snapshot: ConfigSnapshot,
-  fields: ConnectionLogFields,
-  /** When the connection was accepted (`performance.now()`). */
-  accepted: number
-) => Effect.Effect<Opened | undefined, ReadError>
+/** The opening's reads done: the client, its handshake slot, its first bytes, and what the filter and bans say. */
+export interface Arrived {
+  readonly connection: Connection
+  readonly reader: SocketReader
+  readonly peer: Peer
+  readonly snapshot: ConfigSnapshot
+  readonly slot: Release
+  readonly opening: SettledOpening
+  /** The global `[ip_filter]`'s verdict on the client's address. */
+  readonly globallyAllowed: boolean
+  readonly ipBan: ReturnType<BanDataPlane["ipBan"]>
+}
+
+/** How an opening ended before its handshake arrived; the connection is not closed yet. */
+export type OpeningEnd =
+  /** Bad bytes, a timeout, the peer gone (or closed because a newer handshake took its place). */
+  | { readonly _tag: "Failed"; readonly error: ReadError }
+  /** Refused for the flood bound: too many handshakes in progress (already counted). */
+  | { readonly _tag: "Flood" }
+
+const flooded: OpeningEnd = { _tag: "Flood" }
+
+export interface OpeningPhase {
+  /**
+   * Reads the PROXY header, takes the handshake slot and reads the handshake, on callbacks: `arrived` or `ended`
+   * is called once. The slot goes with `arrived`; `ended` has given it back.
+   */
+  readonly read: (
+    connection: Connection,
+    snapshot: ConfigSnapshot,
+    fields: ConnectionLogFields,
+    /** When the connection was accepted (`performance.now()`). */
+    accepted: number,
+    arrived: (arrived: Arrived) => void,
+    ended: (end: OpeningEnd) => void
+  ) => void
+  /** The refusals (global filter, IP ban, pre-1.7 login), in the connection's fiber; the slot is given back unless handed on. */
+  readonly screen: (arrived: Arrived) => Effect.Effect<Opened | undefined>
+}
 
 const kindOf = (opening: SettledOpening): HandshakeKind =>
   opening._tag === "Modern" ? (opening.handshake.nextState === NEXT_STATE_STATUS ? "status" : "login") : opening._tag === "LegacyPing" ? "legacy_status" : "login"
@@ -95,6 +130,27 @@ const kindOf = (opening: SettledOpening): HandshakeKind =>
 const countFloodRefusal = (stats: StatsDataPlane, trace: ConnectionTrace | undefined): void => {
   stats.rejected("flood")
   traceRefusal(trace, "flood")
+}
+
+type ProxyHeader = Extract<ProxyHeaderRead, { readonly _tag: "Header" }>
+
+const parseProxyHeader = (buffer: Buffer): Parse<ProxyHeader> => {
+  const read = readProxyHeader(buffer)
+  if (read._tag === "Incomplete") return needMore
+  if (read._tag === "Invalid") return failWith(read.reason)
+  return done(read, read.length)
+}
+
+/** The client as the PROXY protocol header names it. */
+const proxyPeer = (connection: Connection, header: ProxyHeader): Peer => {
+  const own = socketPeer(connection.socket)
+  if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
+  return {
+    clientIp: normaliseIp(header.source.address),
+    clientPort: header.source.port,
+    localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
+    localPort: header.destination?.port ?? own.localPort
+  }
 }
 
 export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing }: OpeningServices): OpeningPhase => {
@@ -126,112 +182,90 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing
     }
   }
 
-  /** The client as the PROXY protocol header names it. */
-  const readProxyPeer = (connection: Connection, reader: SocketReader): Effect.Effect<Peer, ReadError> =>
-    Effect.map(
-      reader.read("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, (buffer) => {
-        const read = readProxyHeader(buffer)
-        if (read._tag === "Incomplete") return needMore
-        if (read._tag === "Invalid") return failWith(read.reason)
-        return done(read, read.length)
-      }),
-      (header): Peer => {
-        const own = socketPeer(connection.socket)
-        if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
-        return {
-          clientIp: normaliseIp(header.source.address),
-          clientPort: header.source.port,
-          localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
-          localPort: header.destination?.port ?? own.localPort
-        }
-      }
-    )
-
-  const readOpening = (reader: SocketReader): Effect.Effect<SettledOpening, ReadError> =>
-    Effect.flatMap(reader.read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening), (opening) =>
-      opening._tag === "MaybeLegacyPing" ? settleLegacyPing(reader, opening) : Effect.succeed(opening)
-    )
-
-  const settleLegacyPing = (reader: SocketReader, first: Opening): Effect.Effect<SettledOpening, ReadError> =>
-    Effect.gen(function* () {
-      let opening = first
-      // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else
-      // (a 1.6 ping, or a modern frame). `FE` can become `FE 01`, so this can wait twice.
-      while (opening._tag === "MaybeLegacyPing") {
-        const seen = reader.peekBuffered().length
-        const more = yield* reader
-          .read("the handshake", MAX_HANDSHAKE_FRAME_BYTES, LEGACY_PING_WAIT_MS, (buffer) =>
-            buffer.length > seen ? parseOpening(buffer) : needMore
-          )
-          .pipe(Effect.option)
-        if (Option.isNone(more)) {
-          reader.takeBuffered()
-          return { _tag: "LegacyPing" as const, ping: opening.ping }
-        }
-        opening = more.value
-      }
-      return opening
-    })
-
-  /** The flood bound, the global filter and IP bans, then the handshake; the slot is given back unless handed on. */
-  const open = (connection: Connection, reader: SocketReader, peer: Peer, snapshot: ConfigSnapshot, slot: Release, accepted: number) => {
+  const read: OpeningPhase["read"] = (connection, snapshot, fields, accepted, arrived, ended) => {
     const socket = connection.socket
-    const ip = peer.clientIp
-    const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
-    const ipBan = globallyAllowed ? bans.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined
-    // The handshake is still read, only to tell a login (which gets the reason) from a ping (closed).
-    return Effect.flatMap(readOpening(reader), (opening): Effect.Effect<Opened | undefined> => {
-      handshakeRead(connection, peer, opening, accepted)
-      if (!globallyAllowed) {
-        stats.rejected("ip_filter")
-        traceRefusal(connection.trace, "ip_filter")
-        return Effect.as(Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
-      }
-      if (ipBan !== undefined) {
-        stats.rejected("banned")
-        traceRefusal(connection.trace, "banned")
-        return Effect.as(
-          Effect.zipRight(
-            Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
-            Effect.suspend(() => refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000))))
-          ),
-          undefined
-        )
-      }
-      if (opening._tag === "LegacyLogin") {
-        traceRefusal(connection.trace, "outdated_client")
-        return Effect.as(
-          Effect.zipRight(Effect.logDebug("pre-1.7 login refused"), closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient))),
-          undefined
-        )
-      }
-      return Effect.succeed({ connection, reader, peer, snapshot, slot, opening })
-    }).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value !== undefined ? Effect.void : Effect.sync(slot))))
-  }
+    const reader = new SocketReader(socket)
+    const failed = (error: ReadError) => ended({ _tag: "Failed", error })
 
-  return (connection, snapshot, fields, accepted) => {
-    const reader = new SocketReader(connection.socket)
-    const peer = snapshot.global.receive_proxy_protocol ? readProxyPeer(connection, reader) : Effect.succeed(socketPeer(connection.socket))
-    return Effect.flatMap(peer, (found) => {
-      fields.ip = found.clientIp
+    const withPeer = (peer: Peer) => {
+      const ip = peer.clientIp
+      fields.ip = ip
       const trace = connection.trace
       if (trace !== undefined) {
-        trace.clientAddress = found.clientIp
-        trace.clientPort = found.clientPort
+        trace.clientAddress = ip
+        trace.clientPort = peer.clientPort
       }
       // Should this handshake be the oldest when every place is taken, it gives way to a newer one.
-      const slot = rateLimiter.enterHandshake(found.clientIp, () => {
+      const slot = rateLimiter.enterHandshake(ip, () => {
         countFloodRefusal(stats, trace)
-        connection.socket.destroy()
+        socket.destroy()
       })
       if (slot === undefined) {
         countFloodRefusal(stats, trace)
-        return Effect.as(
-          Effect.zipRight(Effect.logDebug("too many handshakes in progress: closed"), closeWith(connection.socket, undefined)),
-          undefined
+        return ended(flooded)
+      }
+      // Decided now, said once the handshake shows whether the client is a login (which gets the reason) or a ping.
+      const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
+      const ipBan = globallyAllowed ? bans.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined
+      const settled = (opening: SettledOpening) => {
+        handshakeRead(connection, peer, opening, accepted)
+        arrived({ connection, reader, peer, snapshot, slot, opening, globallyAllowed, ipBan })
+      }
+      const slotFailed = (error: ReadError) => {
+        slot()
+        failed(error)
+      }
+      // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else (a 1.6
+      // ping, or a modern frame). `FE` can become `FE 01`, so this can wait twice.
+      const legacyOrMore = (opening: Opening) => {
+        if (opening._tag !== "MaybeLegacyPing") return settled(opening)
+        const seen = reader.peekBuffered().length
+        reader.readThen(
+          "the handshake",
+          MAX_HANDSHAKE_FRAME_BYTES,
+          LEGACY_PING_WAIT_MS,
+          (buffer) => (buffer.length > seen ? parseOpening(buffer) : needMore),
+          legacyOrMore,
+          () => {
+            reader.takeBuffered()
+            settled({ _tag: "LegacyPing", ping: opening.ping })
+          }
         )
       }
-      return open(connection, reader, found, snapshot, slot, accepted)
-    })
+      reader.readThen("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening, legacyOrMore, slotFailed)
+    }
+
+    if (snapshot.global.receive_proxy_protocol) {
+      reader.readThen("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, parseProxyHeader, (header) => withPeer(proxyPeer(connection, header)), failed)
+    } else {
+      withPeer(socketPeer(socket))
+    }
   }
+
+  const screen = (arrived: Arrived): Effect.Effect<Opened | undefined> => {
+    const { connection, opening, slot } = arrived
+    const socket = connection.socket
+    let refusal: Effect.Effect<void>
+    if (!arrived.globallyAllowed) {
+      stats.rejected("ip_filter")
+      traceRefusal(connection.trace, "ip_filter")
+      refusal = Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
+    } else if (arrived.ipBan !== undefined) {
+      const ipBan = arrived.ipBan
+      stats.rejected("banned")
+      traceRefusal(connection.trace, "banned")
+      refusal = Effect.zipRight(
+        Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
+        Effect.suspend(() => refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000))))
+      )
+    } else if (opening._tag === "LegacyLogin") {
+      traceRefusal(connection.trace, "outdated_client")
+      refusal = Effect.zipRight(Effect.logDebug("pre-1.7 login refused"), closeWith(socket, encodeLegacyKick(MESSAGES.outdatedClient)))
+    } else {
+      return Effect.succeed({ connection, reader: arrived.reader, peer: arrived.peer, snapshot: arrived.snapshot, slot, opening })
+    }
+    return Effect.as(Effect.ensuring(refusal, Effect.sync(slot)), undefined)
+  }
+
+  return { read, screen }
 }

@@ -22,19 +22,20 @@ import type { ReadError } from "../net/SocketReader.js"
 import type { TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
 import { makeAuthentication } from "./authentication.js"
-import { closeWith } from "./closing.js"
-import type { Connection } from "./connection.js"
+import { closeThen, closeWith } from "./closing.js"
+import type { Connection, ConnectionHandler } from "./connection.js"
 import { type JoinServices, makeJoin } from "./join.js"
-import { makeOpening } from "./opening.js"
+import { type Arrived, makeOpening, type OpeningEnd } from "./opening.js"
 import type { Admitted, Joined, Opened, Routed } from "./phases.js"
+import type { Socket } from "node:net"
 import { makeRouting } from "./routing.js"
 import { makeStatusPhase, type StatusServices } from "./status.js"
 
 /** Everything the phases read and call. */
 export interface PipelineServices {
   readonly clock: Clock.Clock
-  /** The configuration a new connection is set up with. */
-  readonly snapshot: Effect.Effect<ConfigSnapshot>
+  /** The configuration a new connection is set up with (the current one, read without a fiber). */
+  readonly snapshot: () => ConfigSnapshot
   readonly rateLimiter: RateLimiterDataPlane
   readonly ipFilter: IpFilterDataPlane
   readonly bans: BanDataPlane
@@ -50,6 +51,8 @@ export interface PipelineServices {
   readonly relay: JoinServices["relay"]
   readonly logDetached: JoinServices["logDetached"]
   readonly infoLogged: boolean
+  /** Whether debug lines are logged at all: the opening's, written outside any fiber, are skipped cheaply when not. */
+  readonly debugLogged: boolean
   readonly stats: StatsDataPlane
   /** This thread's connection tracing; undefined when traces are off. */
   readonly tracing: TracingDataPlane | undefined
@@ -81,9 +84,6 @@ const logConnectionFailure = (cause: Cause.Cause<unknown>, connection: Connectio
   }
   return Effect.logError("connection failed unexpectedly", cause)
 }
-
-/** Runs one connection until its relay starts (or it ends); never fails. */
-export type ConnectionHandler = (connection: Connection) => Effect.Effect<void>
 
 export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const { clock, rateLimiter, ipFilter, bans, router, balancer, stats, tracing } = services
@@ -145,30 +145,96 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     }
   }
 
-  // Runs in a fiber of its own (the Listener's FiberSet): its log fields are not restored when it ends.
-  return (connection) => {
+  /** The connection's fiber, from its handshake on. */
+  const afterArrival = (arrived: Arrived, fields: ConnectionLogFields): Effect.Effect<void> => {
+    const connection = arrived.connection
+    return Effect.zipRight(
+      FiberRef.set(currentConnectionLog, fields),
+      Effect.flatMap(open.screen(arrived), (opened) => (opened === undefined ? Effect.succeed<Joined>("closed") : afterOpening(opened, fields)))
+    ).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.as(Effect.zipRight(logConnectionFailure(cause, connection, stats), closeWith(connection.socket, undefined)), "closed" as const)
+      ),
+      // The socket is closed here unless a relay took it over (the relay's end hands the trace over then).
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(setupEnded(connection))))
+    )
+  }
+
+  /** A debug line with the connection's fields, from outside any fiber (forked only when debug lines are kept). */
+  const logDebug = (fields: ConnectionLogFields, message: string): void => {
+    if (services.debugLogged) services.logDetached(Effect.locally(Effect.logDebug(message), currentConnectionLog, fields))
+  }
+
+  // Connections without a fiber: in their opening, or closing after it.
+  const openings = new Set<Socket>()
+
+  /** An opening that ended before its handshake: said as a connection failure would be, then closed. */
+  const openingEnded = (connection: Connection, fields: ConnectionLogFields, end: OpeningEnd): void => {
+    if (end._tag === "Failed") {
+      stats.failed()
+      const reason = end.error.message
+      const trace = connection.trace
+      if (trace !== undefined) {
+        trace.outcome = "error"
+        trace.reason = reason
+      }
+      logDebug(fields, `connection closed: ${reason}`)
+    } else {
+      logDebug(fields, "too many handshakes in progress: closed")
+    }
+    const ended = setupEnded(connection)
+    closeThen(connection.socket, undefined, () => {
+      openings.delete(connection.socket)
+      ended()
+    })
+  }
+
+  /** A bug in the opening (it never throws by design): logged as an error, and the connection closed. */
+  const openingDefect = (connection: Connection, fields: ConnectionLogFields, error: unknown): void => {
+    stats.failed()
+    openings.delete(connection.socket)
+    const trace = connection.trace
+    if (trace !== undefined) {
+      trace.outcome = "error"
+      trace.reason = "an unexpected failure (see the log)"
+    }
+    services.logDetached(Effect.locally(Effect.logError("connection failed unexpectedly", Cause.die(error)), currentConnectionLog, fields))
+    setupEnded(connection)()
+  }
+
+  const accept = (connection: Connection, fork: (effect: Effect.Effect<void>) => void): void => {
     const socket = connection.socket
     const accepted = performance.now()
-    // The connection's log fields, filled in as they become known. The fiber ends with the connection.
+    // The connection's log fields, filled in as they become known.
     const fields: ConnectionLogFields = { conn: connection.id }
     // A connection counts as active until its socket closes, whoever closes it (the session or a relay).
     stats.connectionOpened()
     socket.once("close", stats.connectionClosed)
     // Traced from the start at the ping ratio; a login not picked here is traced from its handshake (opening.ts).
     if (tracing !== undefined && tracing.sampled()) connection.trace = tracing.begin(connection.id, accepted)
-    return Effect.zipRight(
-      FiberRef.set(currentConnectionLog, fields),
-      Effect.flatMap(services.snapshot, (snapshot) =>
-        Effect.flatMap(open(connection, snapshot, fields, accepted), (opened) =>
-          opened === undefined ? Effect.succeed<Joined>("closed") : afterOpening(opened, fields)
-        )
+    openings.add(socket)
+    try {
+      open.read(
+        connection,
+        services.snapshot(),
+        fields,
+        accepted,
+        (arrived) => {
+          openings.delete(socket)
+          fork(afterArrival(arrived, fields))
+        },
+        (end) => openingEnded(connection, fields, end)
       )
-    ).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.as(Effect.zipRight(logConnectionFailure(cause, connection, stats), closeWith(socket, undefined)), "closed" as const)
-      ),
-      // The socket is closed here unless a relay took it over (the relay's end hands the trace over then).
-      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(setupEnded(connection))))
-    )
+    } catch (error) {
+      openingDefect(connection, fields, error)
+    }
+  }
+
+  return {
+    accept,
+    opening: () => openings.size,
+    closeOpenings: () => {
+      for (const socket of openings) socket.destroy()
+    }
   }
 }
