@@ -9,6 +9,7 @@
  * It loads no schema and no configuration file code: the configuration arrives decoded (workers/snapshotWire.ts).
  */
 import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -27,7 +28,7 @@ import { buildIndex, findIpBan, findPlayerBan } from "../services/bans/lookup.js
 import { ConfigStore, followSnapshot } from "../services/ConfigStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { IpFilter } from "../services/IpFilter.js"
-import { listen } from "../services/listener/listen.js"
+import { listen, shutdownGrace } from "../services/listener/listen.js"
 import { releaseOnce } from "../services/once.js"
 import { PlayerRegistry, type PlayerRegistryDataPlane } from "../services/PlayerRegistry.js"
 import { rateLimiterDataPlane } from "../services/RateLimiter.js"
@@ -113,6 +114,9 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     })
     soon()
   })
+
+  /** The grace the main thread gave with Drain, once it has. */
+  let drainGraceMs: number | undefined
 
   const program = Effect.gen(function* () {
     // The configuration replica: the main thread sends each new snapshot.
@@ -235,7 +239,9 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       target: data.listen,
       admit: (max) => shared.connections.enter(max),
       onRefused: () => stats.rejected("max_connections"),
-      nextId: () => ++counter * 1000 + data.index + 1
+      nextId: () => ++counter * 1000 + data.index + 1,
+      // The main thread's grace, sent with Drain: this thread's environment is a copy made when it started.
+      grace: () => (drainGraceMs === undefined ? shutdownGrace() : Duration.millis(drainGraceMs))
     })
 
     port.on("message", (message: ToWorker) => {
@@ -301,7 +307,10 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
   const main = Effect.runFork(program.pipe(Effect.scoped, Effect.provide(layer)))
   // Drain: stop accepting, let sessions finish for the grace period, end the rest (the scope's finalizers).
   port.on("message", (message: ToWorker) => {
-    if (message._tag === "Drain") Effect.runFork(Fiber.interrupt(main))
+    if (message._tag === "Drain") {
+      drainGraceMs = message.graceMs
+      Effect.runFork(Fiber.interrupt(main))
+    }
   })
   main.addObserver((exit) => {
     if (Exit.isFailure(exit) && !Exit.isInterrupted(exit)) {

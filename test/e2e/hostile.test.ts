@@ -265,3 +265,55 @@ describe("bad input", () => {
     expect(reasonText((await ping(portal.port, "mc.example.com")).description)).toBe("motd of main")
   })
 })
+
+describe("shutdown with connections in their opening", () => {
+  /** A status handshake for mc.example.com, cut in two: the first part leaves the connection in its opening. */
+  const statusHandshake = hex("15 00 bc02 0e 6d632e6578616d706c652e636f6d 63dd 01")
+  const withGrace = async <A>(ms: number, run: () => Promise<A>): Promise<A> => {
+    const grace = process.env.PORTAL_SHUTDOWN_GRACE_MS
+    process.env.PORTAL_SHUTDOWN_GRACE_MS = String(ms)
+    try {
+      return await run()
+    } finally {
+      process.env.PORTAL_SHUTDOWN_GRACE_MS = grace
+    }
+  }
+  const open = async (port: number) => {
+    const socket = net.connect(port, "127.0.0.1")
+    socket.on("error", () => {})
+    const received: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => received.push(chunk))
+    const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now())))
+    await new Promise((resolve) => socket.once("connect", resolve))
+    socket.write(statusHandshake.subarray(0, 6))
+    return { socket, closed, received: () => Buffer.concat(received) }
+  }
+
+  for (const workers of [1, 2]) {
+    it(`one that completes its handshake within the grace is answered (worker_threads = ${workers})`, async () => {
+      const { portal } = await setup(`worker_threads = ${workers}`)
+      const client = await open(portal.port)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      await withGrace(3000, async () => {
+        const stopping = portal.stop()
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        client.socket.write(Buffer.concat([statusHandshake.subarray(6), hex("0100")]))
+        await client.closed
+        await stopping
+      })
+      expect(client.received().toString("utf8")).toContain("motd of main")
+    })
+
+    it(`one still in its handshake when the grace is over is closed then, not at its handshake timeout (worker_threads = ${workers})`, async () => {
+      const { portal } = await setup(`worker_threads = ${workers}`)
+      const client = await open(portal.port)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const started = Date.now()
+      await withGrace(300, () => portal.stop())
+      const closedAt = await client.closed
+      expect(client.received().length).toBe(0)
+      // The handshake timeout is 5 s; the grace 0.3 s.
+      expect(closedAt - started).toBeLessThan(3000)
+    })
+  }
+})

@@ -55,6 +55,8 @@ export interface ListenerOptions {
   readonly nextId?: () => number
   /** Counts a connection refused for `max_connections`. */
   readonly onRefused?: () => void
+  /** The grace live connections get at shutdown, read when it begins (a worker's comes from the main thread). */
+  readonly grace?: () => Duration.Duration
 }
 
 /**
@@ -145,7 +147,7 @@ export const listen = (options: ListenerOptions) =>
         server.close()
         const live = handle.opening() + (yield* FiberSet.size(fibers)) + (yield* relay.active)
         if (live > 0) {
-          const grace = shutdownGrace()
+          const grace = (options.grace ?? shutdownGrace)()
           yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
           // Openings have no fiber to wait for: they are looked at until none is left (each ends within its timeouts).
           const openingsDone = Effect.repeat(Effect.sync(handle.opening), { until: (left) => left === 0, schedule: Schedule.spaced("20 millis") })
