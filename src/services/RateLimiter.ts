@@ -9,7 +9,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { HandshakeQueue } from "./rateLimiter/handshakeQueue.js"
+import { type Link, LiveList } from "./collections/LiveList.js"
 import type { IpTable } from "./shared/IpTable.js"
 import { SharedMemory } from "./SharedMemory.js"
 
@@ -17,24 +17,75 @@ import { SharedMemory } from "./SharedMemory.js"
 export const MAX_PENDING_HANDSHAKES_PER_IP = 8
 /** Handshakes in progress at once, all addresses together. */
 export const MAX_PENDING_HANDSHAKES = 1024
+/**
+ * A handshake's place under the flood bound. A connection holds it from its PROXY header to its Login Start (or to
+ * the end of its status exchange).
+ */
+export interface HandshakePlace {
+  /** Gives the place back; again is a no-op. */
+  readonly release: () => void
+  /**
+   * Whether the connection is waiting for its client's bytes (set by its reader, SocketReader.onWaiting). Only such a
+   * connection gives way when every place is taken, the one that has waited longest first: a flood that stalls is
+   * always waiting, while a real client's bytes come within a round trip and are then being answered.
+   */
+  readonly waiting: (waiting: boolean) => void
+}
+
 /** The connection path's surface: synchronous, called for every connection. */
 export interface RateLimiterDataPlane {
   /** Counts an attempt of `kind` by `ip` at `now` (epoch ms); false when the address is over `[rate_limit]`. */
   readonly allow: (kind: "login" | "status", ip: string, nowMs: number, global: GlobalConfig) => boolean
   /**
-   * Takes a handshake slot for `ip` until the returned release is called (idempotent); undefined when the address
-   * has too many handshakes in progress. When the proxy as a whole has, the oldest handshake this thread holds gives
-   * way: its slot is released and `evict` of that connection runs (it closes the connection).
+   * Takes a handshake place for `ip`; undefined when the address has too many handshakes in progress. When the proxy
+   * as a whole has, the connection of this thread that has waited longest for its client gives way: its place is
+   * released and its `evict` runs (it closes the connection); with none waiting, the newcomer is refused.
    */
-  readonly enterHandshake: (ip: string, evict: () => void) => (() => void) | undefined
+  readonly enterHandshake: (ip: string, evict: () => void) => HandshakePlace | undefined
+}
+
+/** A place, and its link in the thread's waiting list while its connection waits. */
+class Place implements HandshakePlace {
+  private link: Link<() => void> | undefined = undefined
+  private done = false
+
+  constructor(
+    private readonly waitingList: LiveList<() => void>,
+    private readonly taken: () => void,
+    private readonly evict: () => void
+  ) {}
+
+  /** Called by the waiting list when this place gives way (its link is already out of the list). */
+  private readonly giveWay = (): void => {
+    this.link = undefined
+    this.done = true
+    this.taken()
+    this.evict()
+  }
+
+  readonly release = (): void => {
+    this.done = true
+    if (this.link !== undefined) this.waitingList.remove(this.link)
+    this.link = undefined
+    this.taken()
+  }
+
+  readonly waiting = (waiting: boolean): void => {
+    if (waiting) {
+      if (!this.done && this.link === undefined) this.link = this.waitingList.add(this.giveWay)
+    } else if (this.link !== undefined) {
+      this.waitingList.remove(this.link)
+      this.link = undefined
+    }
+  }
 }
 
 /**
  * The data plane over the shared per-IP table: the same decisions on every thread (services/shared/IpTable.ts).
- * Each thread keeps its own handshakes in progress in age order (rateLimiter/handshakeQueue.ts).
+ * Each thread keeps its own connections waiting for their clients, longest waiting first.
  */
 export const rateLimiterDataPlane = (table: IpTable): RateLimiterDataPlane => {
-  const queue = new HandshakeQueue()
+  const waitingList = new LiveList<() => void>()
   return {
     allow: (kind, ip, nowMs, global) => {
       const { rate_limit } = global
@@ -45,20 +96,15 @@ export const rateLimiterDataPlane = (table: IpTable): RateLimiterDataPlane => {
     },
     enterHandshake: (ip, evict) => {
       let release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-      // Refused with every place taken (not for this address's own bound): the oldest of ours gives way, once.
-      if (release === undefined && table.lastRefusal === "full" && queue.evictOldest()) {
-        release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
+      // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way, once.
+      if (release === undefined && table.lastRefusal === "full") {
+        const giveWay = waitingList.shift()
+        if (giveWay !== undefined) {
+          giveWay()
+          release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
+        }
       }
-      if (release === undefined) return undefined
-      const taken = release
-      const entry = queue.add(() => {
-        taken()
-        evict()
-      })
-      return () => {
-        queue.remove(entry)
-        taken()
-      }
+      return release === undefined ? undefined : new Place(waitingList, release, evict)
     }
   }
 }

@@ -68,8 +68,8 @@ describe("RateLimiter", () => {
       const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9", () => {}))
       expect(slots.filter((slot) => slot !== undefined)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
       expect(limiter.dataPlane.enterHandshake("10.0.0.10", () => {})).toBeDefined()
-      slots[0]!()
-      slots[0]!() // idempotent
+      slots[0]!.release()
+      slots[0]!.release() // idempotent
       expect(limiter.dataPlane.enterHandshake("10.0.0.9", () => {})).toBeDefined()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
     }).pipe(Effect.provide(layerWith({})))
@@ -79,27 +79,49 @@ describe("RateLimiter", () => {
     expect(DEFAULT_HANDSHAKES_PER_WORKER).toBeGreaterThanOrEqual(MAX_PENDING_HANDSHAKES)
   })
 
-  it.scoped("with every place taken, the oldest handshake gives way to a newcomer: its place is given back and it is closed", () =>
+  it.scoped("with every place taken, the connection that has waited longest for its client gives way: its place is given back and it is closed", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
       const evicted: Array<number> = []
-      // Every place taken, by addresses that each stay within their own bound.
-      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
+      // Every place taken, by addresses that each stay within their own bound, all waiting for their clients.
+      const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
         limiter.dataPlane.enterHandshake(`10.1.${i >> 3}.1`, () => evicted.push(i))
       )
-      expect(slots.every((slot) => slot !== undefined)).toBe(true)
-      // The first handshake has ended meanwhile: it never gives way. The second is the oldest left.
-      slots[0]!()
+      expect(places.every((place) => place !== undefined)).toBe(true)
+      places.forEach((place) => place!.waiting(true))
+      // The first has ended meanwhile: it never gives way. The second is being answered (its bytes arrived): it does
+      // not either. The third waited again later, so it is now the newest waiting. The fourth is the longest waiting.
+      places[0]!.release()
+      places[1]!.waiting(false)
+      places[2]!.waiting(false)
+      places[2]!.waiting(true)
       expect(limiter.dataPlane.enterHandshake("192.0.2.1", () => evicted.push(-1))).toBeDefined()
       expect(limiter.dataPlane.enterHandshake("192.0.2.2", () => evicted.push(-2))).toBeDefined()
-      expect(evicted).toEqual([1])
+      expect(evicted).toEqual([3])
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
-      // An evicted handshake's own release, when its connection then closes, gives nothing back twice.
-      slots[1]!()
+      // An evicted connection's own release, when it then closes, gives nothing back twice; waiting again is a no-op.
+      places[3]!.waiting(true)
+      places[3]!.release()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
       // An address at its own bound is refused, and evicts nobody.
       expect(limiter.dataPlane.enterHandshake("10.1.10.1", () => {})).toBeUndefined()
-      expect(evicted).toEqual([1])
+      expect(evicted).toEqual([3])
+    }).pipe(Effect.provide(layerWith({})))
+  )
+
+  it.scoped("with every place taken and no connection waiting for its client, a newcomer is refused and nobody is closed", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const evicted: Array<number> = []
+      const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
+        limiter.dataPlane.enterHandshake(`10.2.${i >> 3}.1`, () => evicted.push(i))
+      )
+      expect(places.every((place) => place !== undefined)).toBe(true)
+      expect(limiter.dataPlane.enterHandshake("192.0.2.3", () => {})).toBeUndefined()
+      // One starts waiting: the next newcomer takes its place.
+      places[7]!.waiting(true)
+      expect(limiter.dataPlane.enterHandshake("192.0.2.4", () => {})).toBeDefined()
+      expect(evicted).toEqual([7])
     }).pipe(Effect.provide(layerWith({})))
   )
 })

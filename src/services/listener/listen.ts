@@ -7,7 +7,8 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberSet from "effect/FiberSet"
+import * as Fiber from "effect/Fiber"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as net from "node:net"
@@ -18,6 +19,7 @@ import type { ConfigStore } from "../ConfigStore.js"
 import { applyKeepalive, applyToListener } from "../native/keepalive.js"
 import type { Relay } from "../Relay.js"
 import type { ConnectionHandler } from "../session/connection.js"
+import { LiveList } from "../collections/LiveList.js"
 
 const ignoreError = () => {}
 
@@ -60,6 +62,41 @@ export interface ListenerOptions {
 }
 
 /**
+ * The fibers of the connections past their opening: forked from the listener's runtime, each in a LiveList while it
+ * runs (a Set of fibers would keep finished connections alive: collections/LiveList.ts), interrupted when the scope
+ * closes, after the listener's own finalizer has drained them.
+ */
+const connectionFibers = Effect.gen(function* () {
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+  const running = new LiveList<Fiber.RuntimeFiber<void, never>>()
+  let whenEmpty: Array<() => void> = []
+  let closed = false
+  yield* Effect.addFinalizer(() => Fiber.interruptAll(running.values()))
+  const fork = (effect: Effect.Effect<void>): void => {
+    if (closed) return
+    const fiber = runFork(effect)
+    const link = running.add(fiber)
+    fiber.addObserver(() => {
+      running.remove(link)
+      if (running.size > 0) return
+      const waiting = whenEmpty
+      whenEmpty = []
+      for (const resolve of waiting) resolve()
+    })
+  }
+  const awaitEmpty = Effect.async<void>((resume) => {
+    if (running.size === 0) return resume(Effect.void)
+    const resolve = () => resume(Effect.void)
+    whenEmpty.push(resolve)
+    return Effect.sync(() => {
+      whenEmpty = whenEmpty.filter((entry) => entry !== resolve)
+    })
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
+  return { fork, size: () => running.size, awaitEmpty }
+})
+
+/**
  * Accepts connections and hands each to the session (its opening on callbacks, then a fiber) until the scope closes;
  * then stops accepting and gives live connections a bounded time to finish.
  */
@@ -68,11 +105,8 @@ export const listen = (options: ListenerOptions) =>
     const { store, relay, admit, handle } = options
     const snapshot = yield* store.get
     const { bind } = snapshot.global
-    const fibers = yield* FiberSet.make<void, never>()
-    const runFork = yield* FiberSet.runtime(fibers)<never>()
-    const fork = (effect: Effect.Effect<void>): void => {
-      runFork(effect)
-    }
+    const fibers = yield* connectionFibers
+    const fork = fibers.fork
     let counter = 0
     const nextId = options.nextId ?? (() => ++counter)
 
@@ -102,7 +136,7 @@ export const listen = (options: ListenerOptions) =>
         if (place === undefined) {
           options.onRefused?.()
           socket.destroy()
-          runFork(Effect.logDebug(`max_connections reached: closed a connection from ${socket.remoteAddress ?? "?"}`))
+          fork(Effect.logDebug(`max_connections reached: closed a connection from ${socket.remoteAddress ?? "?"}`))
           return
         }
         socket.once("close", place)
@@ -116,7 +150,7 @@ export const listen = (options: ListenerOptions) =>
     })
     server.on("drop", (data?: { remoteAddress?: string }) => {
       options.onRefused?.()
-      runFork(Effect.logDebug(`max_connections reached: closed a connection from ${data?.remoteAddress ?? "?"}`))
+      fork(Effect.logDebug(`max_connections reached: closed a connection from ${data?.remoteAddress ?? "?"}`))
     })
 
     const target = options.target ?? { _tag: "Bind" }
@@ -137,7 +171,7 @@ export const listen = (options: ListenerOptions) =>
         server.listen(options, ready)
       }
     })
-    server.on("error", (error) => runFork(Effect.logError(`listener error: ${error.message}`)))
+    server.on("error", (error) => fork(Effect.logError(`listener error: ${error.message}`)))
     const bound = server.address() as net.AddressInfo
 
     // Runs before the fibers are interrupted (finalizers run in reverse order): stop accepting, then drain
@@ -145,14 +179,14 @@ export const listen = (options: ListenerOptions) =>
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         server.close()
-        const live = handle.opening() + (yield* FiberSet.size(fibers)) + (yield* relay.active)
+        const live = handle.opening() + fibers.size() + (yield* relay.active)
         if (live > 0) {
           const grace = (options.grace ?? shutdownGrace)()
           yield* Effect.logInfo(`shutting down: waiting up to ${Duration.format(grace)} for ${live} connection(s)`)
           // Openings have no fiber to wait for: they are looked at until none is left (each ends within its timeouts).
           const openingsDone = Effect.repeat(Effect.sync(handle.opening), { until: (left) => left === 0, schedule: Schedule.spaced("20 millis") })
           // Finalizers run uninterruptibly; the wait must be interruptible or the timeout could never end it.
-          yield* Effect.zipRight(openingsDone, Effect.zipRight(FiberSet.awaitEmpty(fibers), relay.awaitIdle)).pipe(Effect.interruptible, Effect.timeoutOption(grace))
+          yield* Effect.zipRight(openingsDone, Effect.zipRight(fibers.awaitEmpty, relay.awaitIdle)).pipe(Effect.interruptible, Effect.timeoutOption(grace))
         }
         handle.closeOpenings()
       })
@@ -161,7 +195,7 @@ export const listen = (options: ListenerOptions) =>
     return {
       /** The address actually bound (port 0 in `bind` gets a free port). */
       address: { host: bound.address, port: bound.port },
-      connections: Effect.map(FiberSet.size(fibers), (fibers) => fibers + handle.opening())
+      connections: Effect.sync(() => fibers.size() + handle.opening())
     }
   })
 

@@ -46,6 +46,14 @@ export type ReadError = ConnectionClosed | InputTooLarge | ReadTimeout | Protoco
 export class SocketReader {
   private buffer: Buffer = Buffer.alloc(0)
   private ended = false
+  /** The read waiting for bytes, and its timer. */
+  private pending: PendingRead<unknown, unknown> | undefined = undefined
+  private timer: NodeJS.Timeout | undefined = undefined
+  /**
+   * Told when a read starts waiting for the client and when it stops: the flood bound lets only a connection that
+   * waits for its client give way to a newcomer (RateLimiter.enterHandshake).
+   */
+  onWaiting: ((waiting: boolean) => void) | undefined = undefined
 
   constructor(readonly socket: Socket) {
     // Until the first read the socket must not flow: bytes wait in the kernel and Node's buffer.
@@ -108,7 +116,8 @@ export class SocketReader {
 
   /**
    * `read` with callbacks, for a connection that has no fiber yet (its opening, session/opening.ts): exactly one of
-   * `done` and `failed` is called, possibly before this returns, unless the returned canceler runs first.
+   * `done` and `failed` is called, possibly before this returns, unless the returned canceler runs first. One read
+   * at a time.
    */
   readThen<A, E>(
     during: string,
@@ -118,62 +127,90 @@ export class SocketReader {
     done: (value: A) => void,
     failed: (error: ReadError | E) => void
   ): () => void {
-    const socket = this.socket
-    /** The outcome once there is one: parsed, failed, too large, or the peer gone; undefined while more is needed. */
-    const settle = (): Parse<A, ReadError | E> | undefined => {
-      const result = parse(this.buffer)
-      switch (result._tag) {
-        case "Done":
-          this.buffer = this.buffer.subarray(result.consumed)
-          return result
-        case "Fail":
-          return result
-        case "NeedMore":
-          if (this.buffer.length > limit) return failParse(new InputTooLarge({ during, limit }))
-          if (this.ended) return failParse(new ConnectionClosed({ during }))
-          return undefined
-      }
-    }
-    const deliver = (outcome: Parse<A, ReadError | E>) => {
-      if (outcome._tag === "Done") done(outcome.value)
-      else if (outcome._tag === "Fail") failed(outcome.error)
-    }
-    const first = settle()
+    const read: PendingRead<A, E> = { during, limit, parse, done, failed }
+    const first = this.settle(read)
     if (first !== undefined) {
-      deliver(first)
+      deliver(read, first)
       return noCancel
     }
-    // Listeners go before a callback runs: what it does next (the next read) must not be undone by them.
-    const timer = setTimeout(() => {
-      cleanup()
-      failed(new ReadTimeout({ during, ms: timeoutMs }))
-    }, timeoutMs)
-    const cleanup = () => {
-      clearTimeout(timer)
-      socket.off("data", onData)
-      socket.off("end", onEnd)
-      socket.off("close", onEnd)
-      socket.pause()
-    }
-    const onData = (chunk: Buffer) => {
-      this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
-      const outcome = settle()
-      if (outcome === undefined) return
-      cleanup()
-      deliver(outcome)
-    }
-    const onEnd = () => {
-      this.ended = true
-      cleanup()
-      failed(new ConnectionClosed({ during }))
-    }
-    socket.on("data", onData)
-    socket.once("end", onEnd)
+    this.pending = read as PendingRead<unknown, unknown>
+    this.timer = setTimeout(this.onTimeout, timeoutMs, timeoutMs)
+    this.socket.on("data", this.onData)
+    this.socket.on("end", this.onEnd)
     // An error always ends in close (the socket is destroyed), so close covers it.
-    socket.once("close", onEnd)
-    socket.resume()
-    return cleanup
+    this.socket.on("close", this.onEnd)
+    this.socket.resume()
+    this.onWaiting?.(true)
+    return () => {
+      if (this.pending === read) this.stop()
+    }
   }
+
+  /** The read's outcome from what is buffered: parsed, failed, too large, or the peer gone; undefined while more is needed. */
+  private settle<A, E>(read: PendingRead<A, E>): Parse<A, ReadError | E> | undefined {
+    const result = read.parse(this.buffer)
+    switch (result._tag) {
+      case "Done":
+        this.buffer = this.buffer.subarray(result.consumed)
+        return result
+      case "Fail":
+        return result
+      case "NeedMore":
+        if (this.buffer.length > read.limit) return failParse(new InputTooLarge({ during: read.during, limit: read.limit }))
+        if (this.ended) return failParse(new ConnectionClosed({ during: read.during }))
+        return undefined
+    }
+  }
+
+  /** Ends the waiting read's listening; its callback is called after, so the next read it starts is not undone. */
+  private stop(): PendingRead<unknown, unknown> | undefined {
+    const read = this.pending
+    this.pending = undefined
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.socket.off("data", this.onData)
+    this.socket.off("end", this.onEnd)
+    this.socket.off("close", this.onEnd)
+    this.socket.pause()
+    if (read !== undefined) this.onWaiting?.(false)
+    return read
+  }
+
+  // Made once per reader, not per read: a flood's connections are mostly a read or two that never completes.
+  private readonly onData = (chunk: Buffer): void => {
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
+    const read = this.pending
+    if (read === undefined) return
+    const outcome = this.settle(read)
+    if (outcome === undefined) return
+    this.stop()
+    deliver(read, outcome)
+  }
+
+  private readonly onEnd = (): void => {
+    this.ended = true
+    const read = this.stop()
+    if (read !== undefined) read.failed(new ConnectionClosed({ during: read.during }))
+  }
+
+  private readonly onTimeout = (ms: number): void => {
+    const read = this.stop()
+    if (read !== undefined) read.failed(new ReadTimeout({ during: read.during, ms }))
+  }
+}
+
+/** A read waiting for more bytes. */
+interface PendingRead<A, E> {
+  readonly during: string
+  readonly limit: number
+  readonly parse: (buffer: Buffer) => Parse<A, E>
+  readonly done: (value: A) => void
+  readonly failed: (error: ReadError | E) => void
+}
+
+const deliver = <A, E>(read: PendingRead<A, E>, outcome: Parse<A, ReadError | E>): void => {
+  if (outcome._tag === "Done") read.done(outcome.value)
+  else if (outcome._tag === "Fail") read.failed(outcome.error)
 }
 
 const noCancel = (): void => {}

@@ -195,15 +195,17 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing
         trace.clientAddress = ip
         trace.clientPort = peer.clientPort
       }
-      // Should this handshake be the oldest when every place is taken, it gives way to a newer one.
-      const slot = rateLimiter.enterHandshake(ip, () => {
+      // Should this connection have waited longest for its client when every place is taken, it gives way.
+      const place = rateLimiter.enterHandshake(ip, () => {
         countFloodRefusal(stats, trace)
         socket.destroy()
       })
-      if (slot === undefined) {
+      if (place === undefined) {
         countFloodRefusal(stats, trace)
         return ended(flooded)
       }
+      reader.onWaiting = place.waiting
+      const slot = place.release
       // Decided now, said once the handshake shows whether the client is a login (which gets the reason) or a ping.
       const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
       const ipBan = globallyAllowed ? bans.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined

@@ -20,6 +20,7 @@ import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
 import type { ReadError } from "../net/SocketReader.js"
 import type { TracingDataPlane } from "../telemetry/connectionTrace.js"
+import { type Link, LiveList } from "../collections/LiveList.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
 import { makeAuthentication } from "./authentication.js"
 import { closeThen, closeWith } from "./closing.js"
@@ -165,11 +166,11 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     if (services.debugLogged) services.logDetached(Effect.locally(Effect.logDebug(message), currentConnectionLog, fields))
   }
 
-  // Connections without a fiber: in their opening, or closing after it.
-  const openings = new Set<Socket>()
+  // Connections without a fiber: in their opening, or closing after it (a LiveList: see there why not a Set).
+  const openings = new LiveList<Socket>()
 
   /** An opening that ended before its handshake: said as a connection failure would be, then closed. */
-  const openingEnded = (connection: Connection, fields: ConnectionLogFields, end: OpeningEnd): void => {
+  const openingEnded = (connection: Connection, fields: ConnectionLogFields, link: Link<Socket>, end: OpeningEnd): void => {
     if (end._tag === "Failed") {
       stats.failed()
       const reason = end.error.message
@@ -184,15 +185,15 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     }
     const ended = setupEnded(connection)
     closeThen(connection.socket, undefined, () => {
-      openings.delete(connection.socket)
+      openings.remove(link)
       ended()
     })
   }
 
   /** A bug in the opening (it never throws by design): logged as an error, and the connection closed. */
-  const openingDefect = (connection: Connection, fields: ConnectionLogFields, error: unknown): void => {
+  const openingDefect = (connection: Connection, fields: ConnectionLogFields, link: Link<Socket>, error: unknown): void => {
     stats.failed()
-    openings.delete(connection.socket)
+    openings.remove(link)
     const trace = connection.trace
     if (trace !== undefined) {
       trace.outcome = "error"
@@ -212,7 +213,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     socket.once("close", stats.connectionClosed)
     // Traced from the start at the ping ratio; a login not picked here is traced from its handshake (opening.ts).
     if (tracing !== undefined && tracing.sampled()) connection.trace = tracing.begin(connection.id, accepted)
-    openings.add(socket)
+    const link = openings.add(socket)
     try {
       open.read(
         connection,
@@ -220,13 +221,13 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
         fields,
         accepted,
         (arrived) => {
-          openings.delete(socket)
+          openings.remove(link)
           fork(afterArrival(arrived, fields))
         },
-        (end) => openingEnded(connection, fields, end)
+        (end) => openingEnded(connection, fields, link, end)
       )
     } catch (error) {
-      openingDefect(connection, fields, error)
+      openingDefect(connection, fields, link, error)
     }
   }
 
@@ -234,7 +235,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     accept,
     opening: () => openings.size,
     closeOpenings: () => {
-      for (const socket of openings) socket.destroy()
+      for (const socket of openings.values()) socket.destroy()
     }
   }
 }

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest"
+import { done, needMore, type Parse, SocketReader } from "../../../src/services/net/SocketReader.js"
+import { memoryConnection } from "../../helpers/memorySocket.js"
+
+/** Done once `n` bytes are buffered, with those bytes. */
+const bytes =
+  (n: number) =>
+  (buffer: Buffer): Parse<string> =>
+    buffer.length >= n ? done(buffer.subarray(0, n).toString(), n) : needMore
+
+const settled = <A>(start: (done: (value: A) => void, failed: (error: Error) => void) => void): Promise<A> =>
+  new Promise((resolve, reject) => start(resolve, reject))
+
+describe("SocketReader", () => {
+  it("reads what is buffered at once, waits for the rest, and tells when it waits and stops waiting", async () => {
+    const { client, server } = memoryConnection()
+    const reader = new SocketReader(server)
+    const waits: Array<boolean> = []
+    reader.onWaiting = (waiting) => waits.push(waiting)
+    client.write("abcdef")
+    await new Promise((resolve) => setImmediate(resolve))
+    // The first read waits once for the bytes; the second finds them buffered and never waits.
+    expect(await settled<string>((ok, fail) => reader.readThen("one", 100, 1000, bytes(3), ok, fail))).toBe("abc")
+    expect(await settled<string>((ok, fail) => reader.readThen("two", 100, 1000, bytes(3), ok, fail))).toBe("def")
+    expect(waits).toEqual([true, false])
+    const third = settled<string>((ok, fail) => reader.readThen("three", 100, 1000, bytes(4), ok, fail))
+    client.write("gh")
+    client.write("ij")
+    expect(await third).toBe("ghij")
+    expect(waits).toEqual([true, false, true, false])
+    client.destroy()
+  })
+
+  it("fails a waiting read when the peer ends, when the limit is passed and when the time is up", async () => {
+    const closing = memoryConnection()
+    const ended = new SocketReader(closing.server)
+    const read = settled((ok, fail) => ended.readThen("the handshake", 100, 1000, bytes(10), ok, fail))
+    closing.client.end("abc")
+    await expect(read).rejects.toThrow("connection closed during the handshake")
+
+    const flooding = memoryConnection()
+    const large = new SocketReader(flooding.server)
+    const tooLarge = settled((ok, fail) => large.readThen("the handshake", 4, 1000, bytes(10), ok, fail))
+    flooding.client.write("abcdef")
+    await expect(tooLarge).rejects.toThrow("more than 4 bytes during the handshake")
+
+    const silent = memoryConnection()
+    const waiting = new SocketReader(silent.server)
+    const waits: Array<boolean> = []
+    waiting.onWaiting = (w) => waits.push(w)
+    await expect(settled((ok, fail) => waiting.readThen("the handshake", 100, 20, bytes(1), ok, fail))).rejects.toThrow(
+      "timed out after 20 ms waiting for the handshake"
+    )
+    expect(waits).toEqual([true, false])
+    for (const connection of [closing, flooding, silent]) connection.client.destroy()
+  })
+
+  it("a cancelled read calls nothing, stops waiting, and leaves the bytes that come for the next read", async () => {
+    const { client, server } = memoryConnection()
+    const reader = new SocketReader(server)
+    const waits: Array<boolean> = []
+    reader.onWaiting = (w) => waits.push(w)
+    const called: Array<string> = []
+    const cancel = reader.readThen("first", 100, 1000, bytes(2), (v) => called.push(`done ${v}`), (e) => called.push(`failed ${e.message}`))
+    cancel()
+    client.write("xy")
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(called).toEqual([])
+    expect(waits).toEqual([true, false])
+    expect(await settled<string>((ok, fail) => reader.readThen("second", 100, 1000, bytes(2), ok, fail))).toBe("xy")
+    client.destroy()
+  })
+})
