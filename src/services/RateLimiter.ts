@@ -17,6 +17,8 @@ import { SharedMemory } from "./SharedMemory.js"
 export const MAX_PENDING_HANDSHAKES_PER_IP = 8
 /** Handshakes in progress at once, all addresses together. */
 export const MAX_PENDING_HANDSHAKES = 1024
+/** Connections that give way for one newcomer at most (another thread can take a place given back first). */
+const GIVE_WAY_TRIES = 4
 /**
  * A handshake's place under the flood bound. A connection holds it from its PROXY header to its Login Start (or to
  * the end of its status exchange).
@@ -96,13 +98,13 @@ export const rateLimiterDataPlane = (table: IpTable): RateLimiterDataPlane => {
     },
     enterHandshake: (ip, evict) => {
       let release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-      // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way, once.
-      if (release === undefined && table.lastRefusal === "full") {
+      // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way. With
+      // worker threads another thread may take the place given back first, so this goes on, a few times at most.
+      for (let tries = 0; release === undefined && table.lastRefusal === "full" && tries < GIVE_WAY_TRIES; tries++) {
         const giveWay = waitingList.shift()
-        if (giveWay !== undefined) {
-          giveWay()
-          release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-        }
+        if (giveWay === undefined) break
+        giveWay()
+        release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
       }
       return release === undefined ? undefined : new Place(waitingList, release, evict)
     }

@@ -6,7 +6,8 @@ import { Schema } from "effect"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { compileFilter, isAllowed } from "../../src/services/IpFilter.js"
-import { MAX_PENDING_HANDSHAKES, MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter } from "../../src/services/RateLimiter.js"
+import { MAX_PENDING_HANDSHAKES, MAX_PENDING_HANDSHAKES_PER_IP, RateLimiter, rateLimiterDataPlane } from "../../src/services/RateLimiter.js"
+import { attachSharedState, createSharedState } from "../../src/services/shared/SharedState.js"
 import { DEFAULT_HANDSHAKES_PER_WORKER } from "../../src/services/shared/layout.js"
 import { SharedMemory } from "../../src/services/SharedMemory.js"
 import { SlidingWindowLimiter } from "./shared/slidingWindowModel.js"
@@ -124,6 +125,27 @@ describe("RateLimiter", () => {
       expect(evicted).toEqual([7])
     }).pipe(Effect.provide(layerWith({})))
   )
+})
+
+describe("RateLimiter with worker threads", () => {
+  it("a newcomer on one thread is still let in when another thread takes the place that gave way for it", () => {
+    const control = createSharedState({ workers: 2 })
+    const first = rateLimiterDataPlane(attachSharedState(control.buffers, 0).ipTable)
+    const second = rateLimiterDataPlane(attachSharedState(control.buffers, 1).ipTable)
+    const evicted: Array<number> = []
+    // Every place taken on the first thread, every connection waiting for its client. When the longest waiting gives
+    // way, the second thread takes the place it gave back before the newcomer can (as a concurrent thread may).
+    const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
+      first.enterHandshake(`10.3.${i >> 3}.1`, () => {
+        evicted.push(i)
+        if (i === 0) expect(second.enterHandshake("198.51.100.1", () => {})).toBeDefined()
+      })
+    )
+    places.forEach((place) => place!.waiting(true))
+    expect(first.enterHandshake("192.0.2.9", () => {})).toBeDefined()
+    expect(evicted).toEqual([0, 1])
+    expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES)
+  })
 })
 
 describe("SlidingWindowLimiter", () => {
