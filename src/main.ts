@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --single-threaded-gc --no-allocation-site-pretenuring
+#!/usr/bin/env -S node --single-threaded-gc --no-allocation-site-pretenuring --max-semi-space-size=2 --heap-growing-percent=30
 /**
  * Portal's command line: `node dist/main.js [--config PATH] [--check] [--dev] [--log-format pretty|json]
  * [--log-level LEVEL] [--help] [--version]`.

@@ -251,6 +251,8 @@ describe("launchers", () => {
     const flags = nodeFlagsOf(MAIN)
     expect(flags).toContain("--single-threaded-gc")
     expect(flags).toContain("--no-allocation-site-pretenuring")
+    expect(flags).toContain("--max-semi-space-size=2")
+    expect(flags).toContain("--heap-growing-percent=30")
     const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts
     for (const name of ["start", "dev"]) expect(scripts[name]).toContain(`node ${flags.join(" ")} dist/main.js`)
     // The build makes the file executable: the kernel runs its first line.
