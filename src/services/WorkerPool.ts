@@ -32,6 +32,7 @@ import { Worker } from "node:worker_threads"
 import { formatHostPort } from "../schema/HostPort.js"
 import { BanStore } from "./BanStore.js"
 import { ConfigStore } from "./ConfigStore.js"
+import { limitMallocArenas } from "./native/addon.js"
 import { ListenError, shutdownGrace } from "./listener/listen.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
 import { PlayerRegistry, type SessionLease } from "./PlayerRegistry.js"
@@ -47,6 +48,9 @@ import { routeDelivery, type RoutingView } from "./workers/channelRouting.js"
 import { type ListenPlan, planListening } from "./workers/listening.js"
 import type { FromWorker, SessionBytes, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "./workers/messages.js"
 import { encodeSnapshot } from "./workers/snapshotWire.js"
+
+/** malloc arenas for the whole process once worker threads run: the main thread's and one more. */
+const MALLOC_ARENAS = 2
 
 export interface WorkerPoolOptions {
   readonly workers: number
@@ -421,6 +425,8 @@ const make = (options: WorkerPoolOptions) =>
       })
     )
 
+    // Each thread would otherwise get a malloc arena of its own: about 2 MiB of RSS per worker (native/splice.cc).
+    limitMallocArenas(MALLOC_ARENAS)
     yield* Effect.forEach(Array.from({ length: options.workers }, (_, index) => index), (index) => spawn(index, 0), {
       concurrency: "unbounded",
       discard: true

@@ -48,6 +48,8 @@ export interface NativeAddon {
   setKeepAlive(fd: number, idleSeconds: number, intervalSeconds: number, count: number): void
   /** TCP_NODELAY on; throws an Error with the errno name as `code`. */
   setNoDelay(fd: number): void
+  /** At most `count` malloc arenas from now on (glibc's M_ARENA_MAX); false where the C library has no such setting. */
+  limitMallocArenas(count: number): boolean
   /** Diagnostics and tests only: a socket's TCP_NOTSENT_LOWAT in bytes (0 when it follows the system default). */
   getNotSentLowat(fd: number): number
   /** Diagnostics and tests only: the keepalive settings (seconds, probes) and TCP_NODELAY the kernel holds for a socket. */
@@ -112,4 +114,13 @@ export const directSender = (): DirectSend | undefined => {
     directSend = "addon" in loaded ? loaded.addon.send : null
   }
   return directSend ?? undefined
+}
+
+/**
+ * Caps the C library's malloc arenas, where the addon and glibc allow it (before threads are started: the arenas of
+ * threads that already allocated stay); says whether it did.
+ */
+export const limitMallocArenas = (count: number): boolean => {
+  const loaded = loadNativeAddon()
+  return "addon" in loaded && typeof loaded.addon.limitMallocArenas === "function" && loaded.addon.limitMallocArenas(count)
 }
