@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import type { ServerDefinition } from "../schema/decode.js"
 import { type ModeChoice, relayModeFor } from "./relay/modes.js"
 import type { LiveRelay, RelayMode, RelayOutcome, RelayStart } from "./relay/RelayMode.js"
+import { emptyWaiters } from "./runtime/emptyWaiters.js"
 import { RelayWatchdog } from "./relay/watchdog.js"
 
 export type { ByteMeter, LiveRelay, RelayEnd, RelayMode, RelayOutcome, RelayStart } from "./relay/RelayMode.js"
@@ -43,7 +44,7 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
   scoped: Effect.gen(function* () {
     const watchdog = new RelayWatchdog()
     const active = new Set<Running>()
-    let whenIdle: Array<() => void> = []
+    const idle = emptyWaiters(() => active.size === 0)
 
     // A suspended fiber per player would cost more memory than the player's sockets: a relay runs on callbacks.
     const start = (mode: RelayMode, request: RelayStart): LiveRelay => {
@@ -55,11 +56,7 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
         ended = true
         active.delete(running)
         running.relay = undefined
-        if (active.size === 0) {
-          const waiting = whenIdle
-          whenIdle = []
-          for (const resolve of waiting) resolve()
-        }
+        if (active.size === 0) idle.wake()
         request.onEnd(outcome)
       }
       const relay = mode.start({ ...request, onEnd }, watchdog)
@@ -72,14 +69,7 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
     }
 
     /** Waits until no relay is running (or the effect is interrupted). */
-    const awaitIdle = Effect.async<void>((resume) => {
-      if (active.size === 0) return resume(Effect.void)
-      const resolve = () => resume(Effect.void)
-      whenIdle.push(resolve)
-      return Effect.sync(() => {
-        whenIdle = whenIdle.filter((entry) => entry !== resolve)
-      })
-    })
+    const awaitIdle = idle.wait
 
     // Shutdown: end every relay, then give the splice addon a moment to let go of its descriptors.
     yield* Effect.addFinalizer(() =>

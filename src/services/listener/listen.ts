@@ -20,6 +20,7 @@ import { applyKeepalive, applyToListener } from "../native/keepalive.js"
 import type { Relay } from "../Relay.js"
 import type { ConnectionHandler } from "../session/connection.js"
 import { LiveList } from "../collections/LiveList.js"
+import { emptyWaiters } from "../runtime/emptyWaiters.js"
 
 const ignoreError = () => {}
 
@@ -69,7 +70,7 @@ export interface ListenerOptions {
 const connectionFibers = Effect.gen(function* () {
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   const running = new LiveList<Fiber.RuntimeFiber<void, never>>()
-  let whenEmpty: Array<() => void> = []
+  const empty = emptyWaiters(() => running.size === 0)
   let closed = false
   yield* Effect.addFinalizer(() => Fiber.interruptAll(running.values()))
   const fork = (effect: Effect.Effect<void>): void => {
@@ -78,22 +79,11 @@ const connectionFibers = Effect.gen(function* () {
     const link = running.add(fiber)
     fiber.addObserver(() => {
       running.remove(link)
-      if (running.size > 0) return
-      const waiting = whenEmpty
-      whenEmpty = []
-      for (const resolve of waiting) resolve()
+      if (running.size === 0) empty.wake()
     })
   }
-  const awaitEmpty = Effect.async<void>((resume) => {
-    if (running.size === 0) return resume(Effect.void)
-    const resolve = () => resume(Effect.void)
-    whenEmpty.push(resolve)
-    return Effect.sync(() => {
-      whenEmpty = whenEmpty.filter((entry) => entry !== resolve)
-    })
-  })
   yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))
-  return { fork, size: () => running.size, awaitEmpty }
+  return { fork, size: () => running.size, awaitEmpty: empty.wait }
 })
 
 /**
