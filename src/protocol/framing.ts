@@ -117,6 +117,23 @@ export class FrameDecoder {
     this.queued += plain.length
   }
 
+  /**
+   * Copies the received bytes not yet read as frames into memory of the decoder's own: the chunks they arrived in
+   * are about to be reused (a read buffer shared between connections). A frame being assembled is its own already.
+   */
+  ownBuffered(): void {
+    if (this.queued === 0) return
+    const rest = Buffer.allocUnsafe(this.queued)
+    let filled = 0
+    for (let i = this.head; i < this.chunks.length; i++) {
+      const chunk = this.chunks[i]!
+      filled += chunk.copy(rest, filled, i === this.head ? this.offset : 0)
+    }
+    this.chunks = [rest]
+    this.head = 0
+    this.offset = 0
+  }
+
   /** Hands over everything buffered and not yet read as frames (for a switch to a raw relay); the decoder is emptied. */
   takeBuffered(): Buffer {
     const parts: Array<Buffer> = []

@@ -68,3 +68,16 @@ export const ownTcpSockets = (): Array<TcpSocket> => {
   }
   return found
 }
+
+/** A connected pair of loopback sockets: what was written to `near` is read at `far`, and back. The caller destroys them. */
+export const socketPair = async (): Promise<{ near: net.Socket; far: net.Socket }> => {
+  const server = net.createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const accepted = new Promise<net.Socket>((resolve) => server.once("connection", resolve))
+  const near = net.connect((server.address() as net.AddressInfo).port, "127.0.0.1")
+  const far = await accepted
+  await new Promise((resolve) => (near.connecting ? near.once("connect", resolve) : resolve(undefined)))
+  server.close()
+  for (const socket of [near, far]) socket.on("error", () => {})
+  return { near, far }
+}

@@ -91,6 +91,48 @@ describe("FrameDecoder", () => {
     expect(c!.buffer.subarray(c!.start, c!.end)).toEqual(frames[2])
   })
 
+  for (const threshold of [-1, 256]) {
+    it(`reading into one reused buffer: what is left of a read is its own once asked (threshold ${threshold})`, () => {
+      // Every read lands in the same buffer, overwritten by the next, as the relays' shared read buffer is.
+      const random = seeded(2000 + threshold)
+      const packets = samplePackets(random, 80)
+      const stream = Buffer.concat(packets.map((p) => encodeFrame(p.id, p.body, threshold)))
+      const reused = Buffer.alloc(4096)
+      const decoder = new FrameDecoder()
+      decoder.setCompression(threshold)
+      const got: Array<{ id: number; body: Buffer }> = []
+      for (const piece of splitRandomly(stream, random, reused.length)) {
+        piece.copy(reused)
+        decoder.push(reused.subarray(0, piece.length))
+        // A packet is read before the next read, as the relay writes or decodes each frame at once.
+        got.push(...drain(decoder).map((frame) => ({ ...packetOf(frame), body: Buffer.from(packetOf(frame).body) })))
+        decoder.ownBuffered()
+        reused.fill(0xee)
+      }
+      expect(summary(got)).toEqual(summary(packets))
+      expect(decoder.bufferedBytes).toBe(0)
+    })
+  }
+
+  it("reading into one reused buffer: a length prefix cut by the end of a read is kept once asked", () => {
+    const first = encodeFrame(0x01, Buffer.from("short"), -1)
+    const second = encodeFrame(0x42, Buffer.alloc(300, 9), -1)
+    const stream = Buffer.concat([first, second])
+    const cut = first.length + 1 // one byte of the second frame's two-byte length prefix
+    const reused = Buffer.alloc(stream.length)
+    const decoder = new FrameDecoder()
+    stream.copy(reused, 0, 0, cut)
+    decoder.push(reused.subarray(0, cut))
+    expect(drain(decoder).map((frame) => frame.packetId)).toEqual([0x01])
+    decoder.ownBuffered()
+    reused.fill(0xee)
+    stream.copy(reused, 0, cut)
+    decoder.push(reused.subarray(0, stream.length - cut))
+    const [read] = drain(decoder)
+    expect(read!.packetId).toBe(0x42)
+    expect(frameBody(read!)).toEqual(Buffer.alloc(300, 9))
+  })
+
   it("keeps only the frame being read when a peer trickles it a byte at a time", () => {
     const frame = encodeFrame(0x10, Buffer.alloc(30_000, 1), -1)
     const decoder = new FrameDecoder()

@@ -7,6 +7,7 @@ import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { loadNativeAddon } from "../../src/services/native/addon.js"
 import { type DirectSend, forward, forwardWithEvents } from "../../src/services/relay/forwarder.js"
+import { socketPair as connectedPair } from "../helpers/net.js"
 import { waitFor } from "../helpers/wait.js"
 
 const sha = (data: Buffer) => createHash("sha256").update(data).digest("hex")
@@ -17,21 +18,14 @@ afterEach(() => {
   for (const step of cleanup.splice(0)) step()
 })
 
-/** A connected pair of loopback sockets: what was written to `near` is read at `far`, and back. */
+/** A connected pair of loopback sockets, destroyed after the test. */
 const socketPair = async (): Promise<{ near: net.Socket; far: net.Socket }> => {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const accepted = new Promise<net.Socket>((resolve) => server.once("connection", resolve))
-  const near = net.connect((server.address() as net.AddressInfo).port, "127.0.0.1")
-  const far = await accepted
-  await new Promise((resolve) => (near.connecting ? near.once("connect", resolve) : resolve(undefined)))
-  server.close()
-  for (const socket of [near, far]) socket.on("error", () => {})
+  const pair = await connectedPair()
   cleanup.push(() => {
-    near.destroy()
-    far.destroy()
+    pair.near.destroy()
+    pair.far.destroy()
   })
-  return { near, far }
+  return pair
 }
 
 const collect = (socket: net.Socket) => {
@@ -103,17 +97,17 @@ describe("forwarder", () => {
     expect(destination.near.bytesWritten).toBe(0)
   })
 
-  it("once stopped, the source socket no longer reaches its direction (nor, through it, the other socket)", async () => {
+  it("once stopped, the source socket no longer reaches its direction as its reader (nor, through it, the other socket)", async () => {
     const source = await socketPair()
     const destination = await socketPair()
     const direction = forward(source.far, destination.near)
-    const directionOf = (socket: net.Socket): unknown => {
-      const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === "portal.direction")
+    const readerOf = (socket: net.Socket): unknown => {
+      const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === "portal.reader")
       return key === undefined ? undefined : (socket as unknown as Record<symbol, unknown>)[key]
     }
-    expect(directionOf(source.far)).toBe(direction)
+    expect(readerOf(source.far)).toBe(direction)
     direction.stop()
-    expect(directionOf(source.far)).toBeUndefined()
+    expect(readerOf(source.far)).toBeUndefined()
   })
 
   it("when the kernel takes only part of a packet, the rest is queued behind it and nothing is lost or repeated", async () => {

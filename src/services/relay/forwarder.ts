@@ -2,10 +2,8 @@
  * One direction of a passthrough relay: bytes read from one socket are written to the other, with backpressure (a
  * destination that falls behind pauses the source until it catches up).
  *
- * Node's default read path mallocs a fresh 64 KiB ArrayBuffer for every read and leaves it to the garbage
- * collector; with thousands of players sending small packets that is most of the relay's cost, and the collector's
- * pauses are the latency players notice. Here sockets read into memory Portal provides instead (Node's `onread`
- * mechanism, switched on after the handshake phase):
+ * Sockets read into memory Portal provides rather than through Node's default read path (relay/userBufferRead.ts
+ * says why):
  * - A quiet direction reads into one buffer shared by every relay. When nothing waits on the destination, the bytes
  *   go to the kernel at once with one send(2) through the native addon: no copy, no write request, no callbacks.
  *   Otherwise (or without the addon) they are copied out (a small copy into Node's buffer pool) and written, because
@@ -20,41 +18,14 @@ import { type DirectSend, directSender } from "../native/addon.js"
 
 export type { DirectSend } from "../native/addon.js"
 import { tcpFdOf } from "../native/tcpHandle.js"
+import { canReadWithUserBuffers, forgetReader, readWithUserBuffers, sharedReadBuffer, type UserBufferReader } from "./userBufferRead.js"
 
-/** Shared by every quiet direction; only ever read into and copied out of, so never pinned by a pending write. */
-const SHARED_BYTES = 64 * 1024
 /** A read at least this large makes the direction busy. */
 const BUSY_READ_BYTES = 16 * 1024
 /** A busy direction's own buffer: larger reads mean fewer system calls per byte. */
 const OWN_BYTES = 256 * 1024
 /** Consecutive small reads after which a busy direction gives its own buffer back. */
 const QUIET_READS = 16
-
-let shared: Buffer | undefined
-const sharedBuffer = (): Buffer => (shared ??= Buffer.allocUnsafe(SHARED_BYTES))
-
-/** The slots of Node's `onread` support on a socket, found by their names on a probe socket. */
-interface OnReadSlots {
-  readonly buffer: symbol
-  readonly callback: symbol
-  readonly generator: symbol
-}
-
-let slots: OnReadSlots | null | undefined
-const onReadSlots = (socket: Socket): OnReadSlots | undefined => {
-  if (slots === undefined) {
-    const named = (name: string) => Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === name)
-    const buffer = named("kBuffer")
-    const callback = named("kBufferCb")
-    const generator = named("kBufferGen")
-    slots = buffer !== undefined && callback !== undefined && generator !== undefined ? { buffer, callback, generator } : null
-  }
-  return slots ?? undefined
-}
-
-interface UserBufferHandle {
-  useUserBuffer?: (buffer: Uint8Array) => void
-}
 
 /** What a relay can do with one direction (methods: called on the direction). */
 export interface Direction {
@@ -109,30 +80,11 @@ class EventDirection implements Direction {
 
 export const forwardWithEvents = (from: Socket, to: Socket): Direction => new EventDirection(from, to)
 
-/** Where a socket in user-buffer mode keeps its direction, for the read callback shared by every socket. */
-const DIRECTION = Symbol("portal.direction")
-
-/**
- * The buffer Node reads into next. Node calls a socket's read callback and then, at once, its buffer generator
- * (without telling it which socket): the shared callback leaves the answer here for the shared generator.
- */
-let nextBuffer: Buffer | undefined
-const nextReadBuffer = (): Buffer => nextBuffer ?? sharedBuffer()
-
-/** The read callback of every socket in user-buffer mode (Node calls it with the socket as `this`). */
-function onUserBufferRead(this: Socket, length: number, buffer: Buffer): void {
-  const direction = (this as unknown as { [DIRECTION]?: UserBufferDirection })[DIRECTION]
-  nextBuffer = undefined
-  if (direction === undefined) return
-  direction.onRead(length, buffer)
-  nextBuffer = direction.readBuffer()
-}
-
 /**
  * A direction reading into Portal's buffers. A class with shared callbacks rather than closures: every relayed
  * player has two of these for as long as it stays, idle or not.
  */
-class UserBufferDirection implements Direction {
+class UserBufferDirection implements Direction, UserBufferReader {
   bytesRead = 0
   bytesHanded = 0
   private mode: "forward" | "discard" | "stopped" = "forward"
@@ -151,7 +103,7 @@ class UserBufferDirection implements Direction {
   ) {}
 
   readBuffer(): Buffer {
-    return this.mode === "forward" && this.own !== undefined ? this.own : sharedBuffer()
+    return this.mode === "forward" && this.own !== undefined ? this.own : sharedReadBuffer()
   }
 
   onRead(length: number, buffer: Buffer): void {
@@ -224,9 +176,7 @@ class UserBufferDirection implements Direction {
   stop(): void {
     this.mode = "stopped"
     if (this.resumer !== undefined) this.to.off("drain", this.resumer)
-    // A closed socket can outlive its connection in the heap for a while: it must not keep this direction, and
-    // through it the other socket and a buffer, alive with it (they would be promoted, at connection rate).
-    ;(this.from as unknown as Record<symbol, unknown>)[DIRECTION] = undefined
+    forgetReader(this.from)
     this.own = undefined
   }
 }
@@ -244,10 +194,7 @@ export interface ForwardOptions {
  * first. `from` must not be read by anyone else from now on.
  */
 export const forward = (from: Socket, to: Socket, options: ForwardOptions = {}): Direction => {
-  const handle = (from as unknown as { _handle?: UserBufferHandle | null })._handle
-  const found = onReadSlots(from)
-  if (found === undefined || handle?.useUserBuffer === undefined) return forwardWithEvents(from, to)
-
+  if (!canReadWithUserBuffers(from)) return forwardWithEvents(from, to)
   const toFd = tcpFdOf(to)
   const { directSend: choice = true } = options
   const send = choice === false || toFd === undefined ? undefined : choice === true ? directSender() : choice
@@ -258,15 +205,6 @@ export const forward = (from: Socket, to: Socket, options: ForwardOptions = {}):
     direction.bytesHanded += chunk.length
     to.write(chunk)
   }
-  const target = from as unknown as Record<symbol, unknown>
-  target[DIRECTION] = direction
-  target[found.buffer] = sharedBuffer()
-  target[found.callback] = onUserBufferRead
-  target[found.generator] = nextReadBuffer
-  handle.useUserBuffer(sharedBuffer())
-  // resume() alone does nothing on a stream Node already counts as flowing, whose reading may have stopped: pause
-  // it first then (each costs a system call, so only then).
-  if (from.readableFlowing === true) from.pause()
-  from.resume()
+  readWithUserBuffers(from, direction)
   return direction
 }

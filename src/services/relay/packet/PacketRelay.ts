@@ -42,6 +42,7 @@ import { BackendLink, type PacketState } from "./BackendLink.js"
 import { type BungeePeer, handleBungeeRequest, liveSessions } from "./bungee.js"
 import { Coalescer } from "./coalesce.js"
 import { type Destination, destinationOf, writeTo } from "./directWrite.js"
+import { canReadWithUserBuffers, forgetReader, isSharedReadBuffer, readWithUserBuffers, sharedReadBuffer } from "../userBufferRead.js"
 import type { PacketStart } from "./PacketStart.js"
 
 /**
@@ -131,7 +132,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
         this.sayAndClose(MESSAGES.backendTimedOut, end)
       }
     )
-    player.on("data", this.onPlayerData).on("end", this.onPlayerEnd).on("error", this.onPlayerError).on("close", this.onPlayerClose)
+    player.on("end", this.onPlayerEnd).on("error", this.onPlayerError).on("close", this.onPlayerClose)
     this.attachBackend(this.link)
     liveSessions.add(this)
     // The backend first hears the handshake, then Portal's own Login Start for the player.
@@ -139,16 +140,17 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     this.link.write(Buffer.concat([start.preface, encodeFrame(ids.login.serverbound.loginStart, loginStart, -1)]))
     if (start.encryption !== undefined) this.playerDecoder.setDecryption(start.encryption.decrypt)
     if (start.buffered.length > 0) this.onPlayerData(start.buffered)
-    if (!this.closing) player.resume()
+    if (!this.closing) readFrom(player, this.onPlayerData)
   }
 
   private attachBackend(link: BackendLink): void {
-    link.socket.on("data", this.onBackendData).on("end", this.onBackendEnd).on("error", this.onBackendError).on("close", this.onBackendClose)
-    link.socket.resume()
+    link.socket.on("end", this.onBackendEnd).on("error", this.onBackendError).on("close", this.onBackendClose)
+    readFrom(link.socket, this.onBackendData)
   }
 
   private detachBackend(link: BackendLink): void {
-    link.socket.off("data", this.onBackendData).off("end", this.onBackendEnd).off("error", this.onBackendError).off("close", this.onBackendClose)
+    stopReading(link.socket, this.onBackendData)
+    link.socket.off("end", this.onBackendEnd).off("error", this.onBackendError).off("close", this.onBackendClose)
   }
 
   // --- writing ---------------------------------------------------------------------------------------------------
@@ -209,6 +211,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       if (this.closing !== undefined) return
     }
     this.up.flush()
+    if (isSharedReadBuffer(chunk)) decoder.ownBuffered()
     const backend = this.link.socket
     if (backend.writableNeedDrain && !this.playerPaused) {
       this.playerPaused = true
@@ -298,6 +301,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       if (this.closing !== undefined) return
     }
     this.down.flush()
+    if (isSharedReadBuffer(chunk)) decoder.ownBuffered()
     if (this.player.writableNeedDrain && !this.backendPaused) {
       this.backendPaused = true
       link.socket.pause()
@@ -349,7 +353,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     const message = decodePluginMessageBody(body, this.protocolVersion)
     if (message._tag === "Invalid" || !isBungeeChannel(message.value.channel)) return false
     this.down.flush()
-    handleBungeeRequest(this, message.value.channel, message.value.data, this.start.channel!, this.start.log)
+    // A copy: answers can come later (lookups with worker threads), and the body may be in the shared read buffer.
+    handleBungeeRequest(this, message.value.channel, Buffer.from(message.value.data), this.start.channel!, this.start.log)
     return true
   }
 
@@ -515,7 +520,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     this.up.drop()
     this.down.drop()
     const player = this.player
-    player.off("data", this.onPlayerData).off("end", this.onPlayerEnd).off("error", this.onPlayerError).off("close", this.onPlayerClose)
+    stopReading(player, this.onPlayerData)
+    player.off("end", this.onPlayerEnd).off("error", this.onPlayerError).off("close", this.onPlayerClose)
     player.on("error", ignore)
     this.detachBackend(this.link)
     this.link.socket.on("error", ignore)
@@ -529,6 +535,27 @@ export class PacketRelay implements LiveRelay, BungeePeer {
 }
 
 const ignore = (): void => {}
+
+/**
+ * Reads `socket` into the shared read buffer from now on (relay/userBufferRead.ts), `onData` getting each read as a
+ * view that is valid until it returns; where Node does not offer that, by `data` events. What Node had already read
+ * comes first.
+ */
+const readFrom = (socket: Socket, onData: (chunk: Buffer) => void): void => {
+  if (!canReadWithUserBuffers(socket)) {
+    socket.on("data", onData)
+    socket.resume()
+    return
+  }
+  for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = socket.read() as Buffer | null) onData(chunk)
+  readWithUserBuffers(socket, { onRead: (length, buffer) => onData(buffer.subarray(0, length)), readBuffer: sharedReadBuffer })
+}
+
+/** Reads of `socket` go nowhere from now on. */
+const stopReading = (socket: Socket, onData: (chunk: Buffer) => void): void => {
+  socket.off("data", onData)
+  forgetReader(socket)
+}
 
 /** Starts a packet session; a start without a login or for an unknown version ends at once (a bug upstream). */
 export const startPacketRelay = (request: RelayStart, watchdog: RelayWatchdog): LiveRelay => {
