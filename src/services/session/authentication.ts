@@ -10,7 +10,7 @@
  *
  * Every refusal after the encryption started is an encrypted login Disconnect. The answer's decoder (Schema) is
  * loaded with a dynamic import on the first client_only login; the HTTP call is Node's own http/https with a
- * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by an AbortSignal timeout.
+ * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by a timeout that aborts it.
  */
 import type * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -90,7 +90,6 @@ type HasJoined =
 const describeRequestError = (error: unknown): string => {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause
-    if (error.name === "TimeoutError" || (cause instanceof Error && cause.name === "TimeoutError")) return "no answer in time"
     return cause instanceof Error ? `${error.message} (${cause.message})` : error.message
   }
   return String(error)
@@ -103,13 +102,17 @@ export const askHasJoined = (
   hash: string,
   timeoutMs: number
 ): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
+  const failed = (detail: string) => new SessionServiceUnavailable({ reason: `the session service at ${base} failed: ${detail}` })
+  // The bound is Effect's own timeout, whose interruption aborts the request's signal. Not AbortSignal.timeout inside
+  // AbortSignal.any: Node holds such a timeout signal weakly, and once collected it never fires (a login left waiting
+  // forever on a silent service).
   const request = Effect.tryPromise({
     try: (signal) => {
       const url = new URL(`${base.replace(/\/+$/, "")}/session/minecraft/hasJoined?username=${encodeURIComponent(name)}&serverId=${encodeURIComponent(hash)}`)
-      return getText(url, AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]))
+      return getText(url, signal)
     },
-    catch: (error) => new SessionServiceUnavailable({ reason: `the session service at ${base} failed: ${describeRequestError(error)}` })
-  })
+    catch: (error) => failed(describeRequestError(error))
+  }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => failed("no answer in time") }))
   return Effect.flatMap(request, ({ status, text }): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
     if (status === 204 || status === 403) return Effect.succeed({ _tag: "NotJoined" })
     if (status !== 200) return Effect.fail(new SessionServiceUnavailable({ reason: `the session service at ${base} answered HTTP ${status}` }))
