@@ -56,7 +56,7 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
         ended = true
         active.delete(running)
         running.relay = undefined
-        if (active.size === 0) idle.wake()
+        idle.wakeIfEmpty()
         request.onEnd(outcome)
       }
       const relay = mode.start({ ...request, onEnd }, watchdog)

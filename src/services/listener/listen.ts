@@ -79,7 +79,7 @@ const connectionFibers = Effect.gen(function* () {
     const link = running.add(fiber)
     fiber.addObserver(() => {
       running.remove(link)
-      if (running.size === 0) empty.wake()
+      empty.wakeIfEmpty()
     })
   }
   yield* Effect.addFinalizer(() => Effect.sync(() => void (closed = true)))

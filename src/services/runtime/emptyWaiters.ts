@@ -1,14 +1,14 @@
 /**
  * Waiting for something to become empty (the relays running, the connection fibers), as shutdown does: `wait`
- * resumes at once when it is empty, else at the next `wake` (called by the owner once it is); an interrupted wait
- * leaves nothing behind.
+ * resumes at once when it is empty, else at the first `wakeIfEmpty` that finds it empty (the owner calls it after
+ * each removal); an interrupted wait leaves nothing behind.
  */
 import * as Effect from "effect/Effect"
 
 export interface EmptyWaiters {
   readonly wait: Effect.Effect<void>
-  /** Resumes every wait; the owner calls it when it has become empty. */
-  readonly wake: () => void
+  /** Resumes every wait if it is empty now; the owner calls it after each removal. */
+  readonly wakeIfEmpty: () => void
 }
 
 export const emptyWaiters = (isEmpty: () => boolean): EmptyWaiters => {
@@ -21,10 +21,11 @@ export const emptyWaiters = (isEmpty: () => boolean): EmptyWaiters => {
       waiting = waiting.filter((entry) => entry !== resolve)
     })
   })
-  const wake = () => {
+  const wakeIfEmpty = () => {
+    if (waiting.length === 0 || !isEmpty()) return
     const woken = waiting
     waiting = []
     for (const resolve of woken) resolve()
   }
-  return { wait, wake }
+  return { wait, wakeIfEmpty }
 }
