@@ -4,7 +4,8 @@
  * zero_copy (and the native game load and the connection rate against Portal offline and client_only too),
  * interleaved over several rounds, and prints the Markdown report (also written to
  * bench/results/latest.md, with every sample in bench/results/latest.json). The connection rate is also measured
- * against Portal passthrough with `[telemetry]` on, exporting to a local OTLP receiver (otlpReceiver.mjs).
+ * against Portal passthrough with `[telemetry]` on, exporting to a local OTLP receiver (otlpReceiver.mjs), and off,
+ * each window in a process started for it.
  * `--smoke` (or BENCH_SMOKE=1): about a second per scenario with small sizes, writes no file unless `--out` is given.
  * `--only bulk,rate`: those scenarios only. `--rounds N`: N rounds instead of 5 (a quicker, noisier run that writes
  * no file unless `--out` is given). `--targets haproxy,passthrough`: those targets only (direct, haproxy,
@@ -75,6 +76,7 @@ const PLAN = smoke
   ? {
       rounds: 1,
       rateRounds: 1,
+      telemetryWarmMs: 500,
       gameRounds: 1,
       memoryRounds: 1,
       coresRounds: 1,
@@ -91,6 +93,9 @@ const PLAN = smoke
       // The connection rate's targets are ratios of two medians (telemetry on against off, Portal against HAProxy),
       // and on a shared 2-CPU machine five rounds of it moved such a ratio by ±0.1 from run to run.
       rateRounds: 9,
+      // The telemetry comparison: the load a fresh process takes before it is measured (its code compiled, its heap
+      // grown, its first exports sent).
+      telemetryWarmMs: 5000,
       gameRounds: 5,
       memoryRounds: 3,
       coresRounds: 3,
@@ -148,7 +153,8 @@ const main = async () => {
     await nativeEcho?.stop()
     backendChild.kill()
     receiverChild?.kill()
-    rmSync(dir, { recursive: true, force: true })
+    if (process.env.BENCH_KEEP_DIR === undefined) rmSync(dir, { recursive: true, force: true })
+    else say(`kept ${dir}`)
   }
   for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
     process.once(signal, () => void stopAll().finally(() => process.exit(130)))
@@ -198,10 +204,11 @@ const main = async () => {
         targets.push(await portalTarget({ dir, port: await freePort(), backendPort, nativeEchoPort: nativeEcho?.port, mode, cpu: proxyCpu, nodeFlags: portalFlags }))
       }
     }
-    // The telemetry rows: passthrough again, exporting traces and metrics (the defaults) to a receiver that runs beside
-    // the load, over OTLP/gRPC (the default protocol, which the target judges) and over OTLP/HTTP.
-    /** @type {Array<import("./targets.mjs").Target>} */
-    const telemetryTargets = []
+    // The telemetry rows: passthrough without telemetry and with it, exporting traces and metrics (the defaults) to a
+    // receiver that runs beside the load, over OTLP/gRPC (the default protocol, which the target judges) and over
+    // OTLP/HTTP. Measured apart from the other rows, each window in a freshly started process (below).
+    /** @type {Array<{ name: import("./report.mjs").SampleKey, table: string }>} */
+    const telemetryVariants = []
     /** @type {{ ask: (cmd: string, args?: Record<string, unknown>) => Promise<any> } | undefined} */
     let receiver
     if (chosen.includes("passthrough") && only.includes("rate")) {
@@ -209,10 +216,10 @@ const main = async () => {
       if (pinned && receiverChild.pid !== undefined) pin(receiverChild.pid, LOAD_CPU)
       receiver = client(receiverChild, "OTLP receiver")
       const ports = { grpc: await receiver.ask("listen"), http: await receiver.ask("listenHttp") }
+      telemetryVariants.push({ name: "passthrough_telemetry_off", table: "" })
       for (const protocol of /** @type {const} */ (["grpc", "http"])) {
         const table = `\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${ports[protocol]}"\nprotocol = "${protocol}"\n`
-        const name = protocol === "grpc" ? "passthrough_telemetry" : "passthrough_telemetry_http"
-        telemetryTargets.push(await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry: { name, table } }))
+        telemetryVariants.push({ name: protocol === "grpc" ? "passthrough_telemetry" : "passthrough_telemetry_http", table })
       }
     }
     /** @type {Array<import("./targets.mjs").Target>} */
@@ -228,26 +235,26 @@ const main = async () => {
     // The client_only game load logs in online, which needs the native load built with libcrypto.
     const gameNativeTargets = [...targets, ...packetTargets.filter((target) => target.name !== "client_only" || ("crypto" in nativeLoad && nativeLoad.crypto))]
     if (chosen.includes("client_only") && "binary" in nativeLoad && !nativeLoad.crypto) say("the client_only native game rows are n/a: the native load was built without libcrypto")
-    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...telemetryTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
+    started.push(...targets.filter((target) => target.name !== "direct"), ...packetTargets, ...(haproxySplice === undefined ? [] : [haproxySplice]))
     const bulkTargets = haproxySplice === undefined ? targets : [...targets, haproxySplice]
     const portals = targets.filter((target) => target.name === "passthrough" || target.name === "zero_copy")
     const proxies = targets.filter((target) => target.name !== "direct")
 
     /** @type {import("./report.mjs").Results} */
-    const results = { bulk: {}, bulkUnpinned: {}, game: {}, gameNative: {}, rate: {}, status: {}, statusRelayed: {}, memory: {}, coresRate: {}, coresStatus: {}, coresBulk: {}, startup: {}, flood: {} }
+    const results = { bulk: {}, bulkUnpinned: {}, game: {}, gameNative: {}, rate: {}, telemetry: {}, status: {}, statusRelayed: {}, memory: {}, coresRate: {}, coresStatus: {}, coresBulk: {}, startup: {}, flood: {} }
     /** Windows measured again because the machine was busy elsewhere (see disturbance.mjs). */
     /** @type {Array<{ scenario: string, target: string, round: number, attempts: Array<number> }>} */
     const repeats = []
     /**
      * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
-     * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
+     * @param {(target: import("./targets.mjs").Target, round: number) => Promise<Record<string, any>>} measure
      */
     const interleave = async (key, among, rounds, measure) => {
       for (let round = 0; round < rounds; round++) {
         for (const target of rotate(among, round)) {
           say(`${key}: round ${round + 1}/${rounds}, ${target.name}`)
           const samples = (results[key][/** @type {import("./report.mjs").SampleKey} */ (target.name)] ??= [])
-          const { sample, attempts } = await measureUndisturbed(() => measure(target), smoke ? 0 : MAX_REPEATS)
+          const { sample, attempts } = await measureUndisturbed(() => measure(target, round), smoke ? 0 : MAX_REPEATS)
           samples[round] = sample
           if (attempts.length > 1) {
             say(`${key}: round ${round + 1}/${rounds}, ${target.name} measured ${attempts.length} times (disturbed)`)
@@ -262,7 +269,7 @@ const main = async () => {
       if (target !== haproxySplice) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
       await scenarios.bulk(context, target, { ...PLAN.bulk, warmMs: 0, windowMs: PLAN.bulk.warmMs })
     }
-    for (const target of [...packetTargets, ...telemetryTargets]) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
+    for (const target of packetTargets) await scenarios.connectionRate(context, target, { ...PLAN.rate, warmMs: 0 })
     if (only.includes("bulk")) await interleave("bulk", bulkTargets, PLAN.rounds, (target) => scenarios.bulk(context, target, PLAN.bulk))
     if (only.includes("bulk") && pinned) {
       // Reference rows: the same relay with nothing pinned, as on a host where the proxy shares its cores with the
@@ -285,7 +292,26 @@ const main = async () => {
       await interleave("gameNative", gameNativeTargets, PLAN.gameRounds, (target) => scenarios.gameNative(native, target, PLAN.game, nativeLoad.binary))
     }
     if (only.includes("rate")) {
-      await interleave("rate", [...targets, ...packetTargets, ...telemetryTargets], PLAN.rateRounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+      await interleave("rate", [...targets, ...packetTargets], PLAN.rateRounds, (target) => scenarios.connectionRate(context, target, PLAN.rate))
+    }
+    if (telemetryVariants.length > 0) {
+      // Telemetry on against off is a ratio of Portal processes, and on a shared machine one process can stay faster or
+      // slower than another of the same configuration for its whole life (where its code was compiled, what its heap
+      // kept), and a process that sat idle for seconds serves the next logins slower (V8 gave memory back meanwhile):
+      // measured in one long-lived process each, the ratio over gRPC moved from 0.76x to 1.01x between runs. Here
+      // every window has a process of its own, started for it, warmed and measured at once, then stopped: each median
+      // spans as many processes as rounds, and every variant comes to its window with the same history.
+      const variants = telemetryVariants.map((variant) => ({ ...directTarget(backendPort), name: variant.name }))
+      await interleave("telemetry", variants, PLAN.rateRounds, async (target) => {
+        const variant = /** @type {{ name: string, table: string }} */ (telemetryVariants.find((candidate) => candidate.name === target.name))
+        const portal = await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry: variant })
+        try {
+          await scenarios.connectionRate(context, portal, { ...PLAN.rate, warmMs: 0, windowMs: PLAN.telemetryWarmMs })
+          return await scenarios.connectionRate(context, portal, PLAN.rate)
+        } finally {
+          await portal.stop()
+        }
+      })
     }
     const received = receiver === undefined ? undefined : await receiver.ask("snapshot")
     if (only.includes("status")) {
@@ -418,9 +444,9 @@ const main = async () => {
           : `the native load (bench/native/gameload.c) is n/a, ${nativeLoad.reason}, so the latency targets use the Node.js load.`),
       received === undefined
         ? "- Telemetry rows: not run (they need the passthrough target and the rate scenario)."
-        : `- Telemetry rows: Portal passthrough with \`[telemetry]\` enabled and its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
+        : `- Telemetry rows: Portal passthrough without \`[telemetry]\` and with it enabled with its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
           `exporting over OTLP/gRPC (the default), and over OTLP/HTTP, to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
-          `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run).`,
+          `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run); each window in a Portal process started for it and given ${PLAN.telemetryWarmMs / 1000} s of the same load first.`,
       `- Rounds: ${PLAN.rounds} (connection rate ${PLAN.rateRounds}, game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}, multi-core ${PLAN.coresRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
       ...(only.includes("cores")
         ? [

@@ -78,7 +78,7 @@ export const directTarget = (backendPort, nativeEchoPort) => ({
  * asks `sessionServer`. `workers` is its `worker_threads` (1 unless given: the data plane on the main thread);
  * `globals` and `tables` are more lines of proxy.toml (top-level keys, and tables); `telemetry` a `[telemetry]` table
  * to add; `name` tells it from another Portal in the same mode (with `telemetry`, the name is its own).
- * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | string | undefined, nodeFlags: Array<string>, sessionServer?: string, workers?: number, globals?: string, tables?: string, name?: string, telemetry?: { name: string, table: string } }} spec
+ * @param {{ dir: string, port: number, backendPort: number, nativeEchoPort?: number | undefined, mode: "passthrough" | "zero_copy" | "offline" | "client_only", cpu: number | string | undefined, nodeFlags: Array<string>, sessionServer?: string | undefined, workers?: number, globals?: string, tables?: string | undefined, name?: string, telemetry?: { name: string, table: string } }} spec
  * @returns {Promise<Target>}
  */
 export const portalTarget = async (spec) => {

@@ -221,6 +221,22 @@ describe("hot reload of servers_dir", () => {
     expect(serverIds(await snapshot())).toEqual(["lobby"])
   })
 
+  it("a rescan that finds the same servers, written the same or differently, publishes nothing", async () => {
+    const dir = makeConfigDir("", { "lobby.toml": `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]` })
+    const { snapshot } = await startStore(dir.configFile)
+    const first = await snapshot()
+    dir.write("servers/lobby.toml", `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]`)
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect((await snapshot()).revision).toBe(first.revision)
+    // The same server in other words (the default port written out) is the same configuration.
+    dir.write("servers/lobby.toml", `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1:25565"]`)
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect((await snapshot()).revision).toBe(first.revision)
+    dir.write("servers/lobby.toml", `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1:25566"]`)
+    await waitFor(async () => (await snapshot()).servers.get("lobby")?.config.addresses[0]?.port === 25566, { what: "changed server" })
+    expect((await snapshot()).revision).toBe(first.revision + 1)
+  })
+
   it("a new file claiming a taken domain is held back until the conflict is gone", async () => {
     const dir = makeConfigDir("", { "a.toml": `domains = ["play.example.com"]\naddresses = ["10.0.0.1"]` })
     const { snapshot } = await startStore(dir.configFile)

@@ -154,7 +154,10 @@ const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): s
   for (const [id, server] of after.servers) {
     const old = before.servers.get(id)
     if (old === undefined) parts.push(`added ${id}`)
-    else if (JSON.stringify(encodeServer(old.config)) !== JSON.stringify(encodeServer(server.config)) || old.file !== server.file) {
+    else if (
+      old.file !== server.file ||
+      (old.config !== server.config && JSON.stringify(encodeServer(old.config)) !== JSON.stringify(encodeServer(server.config)))
+    ) {
       parts.push(`changed ${id}`)
     }
   }
@@ -191,7 +194,10 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
       Effect.gen(function* () {
         const before = yield* SubscriptionRef.get(current)
         const serverChanges = describeServerChanges(before, { ...next, revision: 0 })
-        const globalChanged = JSON.stringify(encodeGlobal(before.global)) !== JSON.stringify(encodeGlobal(next.global))
+        // The same object is the same configuration: a rescan of the server files passes the running one on, and
+        // encoding it to compare (every poll) is the larger part of what an idle Portal spends.
+        const globalChanged =
+          before.global !== next.global && JSON.stringify(encodeGlobal(before.global)) !== JSON.stringify(encodeGlobal(next.global))
         if (serverChanges === undefined && !globalChanged) return
         const snapshot: ConfigSnapshot = { ...next, revision: before.revision + 1 }
         yield* SubscriptionRef.set(current, snapshot)
