@@ -247,14 +247,14 @@ const main = async () => {
     const repeats = []
     /**
      * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
-     * @param {(target: import("./targets.mjs").Target, round: number) => Promise<Record<string, any>>} measure
+     * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
      */
     const interleave = async (key, among, rounds, measure) => {
       for (let round = 0; round < rounds; round++) {
         for (const target of rotate(among, round)) {
           say(`${key}: round ${round + 1}/${rounds}, ${target.name}`)
           const samples = (results[key][/** @type {import("./report.mjs").SampleKey} */ (target.name)] ??= [])
-          const { sample, attempts } = await measureUndisturbed(() => measure(target, round), smoke ? 0 : MAX_REPEATS)
+          const { sample, attempts } = await measureUndisturbed(() => measure(target), smoke ? 0 : MAX_REPEATS)
           samples[round] = sample
           if (attempts.length > 1) {
             say(`${key}: round ${round + 1}/${rounds}, ${target.name} measured ${attempts.length} times (disturbed)`)
@@ -297,7 +297,7 @@ const main = async () => {
     if (telemetryVariants.length > 0) {
       // Telemetry on against off is a ratio of Portal processes, and on a shared machine one process can stay faster or
       // slower than another of the same configuration for its whole life (where its code was compiled, what its heap
-      // kept), and a process that sat idle for seconds serves the next logins slower (V8 gave memory back meanwhile):
+      // kept), and a process that sat idle for seconds serves the next logins slower (in part V8's memory reducer):
       // measured in one long-lived process each, the ratio over gRPC moved from 0.76x to 1.01x between runs. Here
       // every window has a process of its own, started for it, warmed and measured at once, then stopped: each median
       // spans as many processes as rounds, and every variant comes to its window with the same history.

@@ -44,6 +44,8 @@ describe.skipIf(process.platform !== "linux")("bench smoke run", () => {
     expect(stdout).toMatch(/\| passthrough logins\/s with telemetry on ≥ 0\.9× off \| \d+\.\d{2}× off \| (PASS|MISS) \|/)
     expect(stdout).toMatch(/Telemetry rows: .* \([1-9]\d* export requests/)
     expect(stdout).toContain("| 3. Connection rate | logins per second, telemetry on over OTLP/HTTP")
+    // What the ratio divides by: the same Portal with telemetry off, measured in the same rounds (a number, not n/a).
+    expect(stdout).toMatch(/\| 3\. Connection rate \| logins per second, telemetry off \(fresh processes\) \| — \| — \| [\d,]+ \|/)
     // The multi-core scenario (HAProxy and Portal with one thread and with two) and the flood, with their targets.
     expect(stdout).toMatch(/\| logins per second \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d,]+ \| \d+\.\d{2}× \| \d+\.\d{2}× \|/)
     expect(stdout).toMatch(/\| Portal 2 workers connection rate ≥ 1\.6× Portal 1 worker \| \d+\.\d{2}× Portal 1 worker \| (PASS|MISS) \|/)
