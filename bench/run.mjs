@@ -246,8 +246,9 @@ const main = async () => {
     /** @type {Array<{ scenario: string, target: string, round: number, attempts: Array<number> }>} */
     const repeats = []
     /**
-     * @param {keyof typeof results} key @param {Array<import("./targets.mjs").Target>} among @param {number} rounds
-     * @param {(target: import("./targets.mjs").Target) => Promise<Record<string, any>>} measure
+     * @template {{ name: string }} T
+     * @param {keyof typeof results} key @param {Array<T>} among @param {number} rounds
+     * @param {(target: T) => Promise<Record<string, any>>} measure
      */
     const interleave = async (key, among, rounds, measure) => {
       for (let round = 0; round < rounds; round++) {
@@ -301,10 +302,9 @@ const main = async () => {
       // measured in one long-lived process each, the ratio over gRPC moved from 0.76x to 1.01x between runs. Here
       // every window has a process of its own, started for it, warmed and measured at once, then stopped: each median
       // spans as many processes as rounds, and every variant comes to its window with the same history.
-      const variants = telemetryVariants.map((variant) => ({ ...directTarget(backendPort), name: variant.name }))
-      await interleave("telemetry", variants, PLAN.rateRounds, async (target) => {
-        const variant = /** @type {{ name: string, table: string }} */ (telemetryVariants.find((candidate) => candidate.name === target.name))
+      await interleave("telemetry", telemetryVariants, PLAN.rateRounds, async (variant) => {
         const portal = await portalTarget({ dir, port: await freePort(), backendPort, mode: "passthrough", cpu: proxyCpu, nodeFlags: portalFlags, telemetry: variant })
+        started.push(portal) // stopped by stopAll too if the bench is interrupted during its window
         try {
           await scenarios.connectionRate(context, portal, { ...PLAN.rate, warmMs: 0, windowMs: PLAN.telemetryWarmMs })
           return await scenarios.connectionRate(context, portal, PLAN.rate)
