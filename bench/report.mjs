@@ -215,8 +215,10 @@ const medianTable = (results, available) => {
       return value === undefined ? "—" : row.format(value)
     }
     const ratioCell = (/** @type {TargetName} */ target, /** @type {TargetName} */ base) => {
+      // A ratio needs both columns: a row measured for passthrough alone has none.
+      if (!applies(target) || !applies(base)) return "—"
       if (base === "haproxy" && !haproxyRan) return "n/a"
-      if (base === "direct" && (row.noDirectRatio === true || !applies("direct"))) return "—"
+      if (base === "direct" && row.noDirectRatio === true) return "—"
       const value = ratio(row.value(target), row.value(base))
       return value === undefined ? "—" : `${value.toFixed(2)}×`
     }
