@@ -46,6 +46,7 @@ import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
 import { BUILT_IN_TEXT, composeStatus } from "../services/status/motd.js"
 import { shrinkHeap } from "../services/runtime/shrinkHeap.js"
 import { makeCalls } from "../services/workers/calls.js"
+import { makeStatusMemo } from "../services/workers/statusMemo.js"
 import type { FromWorker, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } from "../services/workers/messages.js"
 import { decodeSnapshot } from "../services/workers/snapshotWire.js"
 import { LOG_LEVELS, type LogLevelName, logLevelOf, messageText } from "./Logging.js"
@@ -66,7 +67,7 @@ const unreachableAnswer = (request: StatusRequest): StatusAnswer => {
     online: 0,
     max: request.server?.config.max_players ?? 0
   })
-  return { json, text: JSON.stringify(json), source: "composed", state: "unreachable" }
+  return { json, text: JSON.stringify(json), source: "composed", state: "unreachable", reuseForMs: 0 }
 }
 
 const levelOf = (level: string): LogLevelName => LOG_LEVELS.find((known) => known === level) ?? "info"
@@ -179,9 +180,32 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       route: (delivery) => post({ _tag: "ChannelRoute", delivery: "data" in delivery ? { ...delivery, data: new Uint8Array(delivery.data) } : delivery })
     }
 
+    const snapshot = yield* followSnapshot(store)
+    /** Pings are answered from the main thread's status cache, each answer reused for as long as it says. */
+    const statusMemo = makeStatusMemo({
+      ask: (request) =>
+        calls
+          .call<StatusAnswer>("a status answer", STATUS_CALL_MS, (id) => ({
+            _tag: "Call",
+            id,
+            method: "statusAnswer",
+            request: {
+              serverId: request.server?.id,
+              state: request.state,
+              handshake: request.handshake,
+              clientIp: request.clientIp,
+              preamble: request.preamble
+            }
+          }))
+          .pipe(Effect.orElseSucceed(() => unreachableAnswer(request))),
+      snapshot,
+      nowMs: () => performance.now(),
+      count: stats.statusCache
+    })
+
     const handle = makePipeline({
       clock: yield* Effect.clock,
-      snapshot: yield* followSnapshot(store),
+      snapshot,
       rateLimiter: rateLimiterDataPlane(shared.ipTable),
       ipFilter: (yield* IpFilter).dataPlane,
       bans,
@@ -189,23 +213,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       balancer: (yield* Balancer).dataPlane,
       registry: reported,
       channel,
-      status: {
-        answer: (request) =>
-          calls
-            .call<StatusAnswer>("a status answer", STATUS_CALL_MS, (id) => ({
-              _tag: "Call",
-              id,
-              method: "statusAnswer",
-              request: {
-                serverId: request.server?.id,
-                state: request.state,
-                handshake: request.handshake,
-                clientIp: request.clientIp,
-                preamble: request.preamble
-              }
-            }))
-            .pipe(Effect.orElseSucceed(() => unreachableAnswer(request)))
-      },
+      status: statusMemo,
       manager: {
         dataPlane: { manages: (id) => states.has(id), stateOf: (id) => states.get(id) ?? "online" },
         ensureOnline: (serverId) =>

@@ -41,7 +41,17 @@ export interface StatusAnswer {
   readonly source: StatusSource
   /** The state shown (an online server whose backends fail is shown `unreachable`). */
   readonly state: ServerState
+  /**
+   * How long, from now, this answer stays the one the service would give to the same server, state and protocol
+   * version while the configuration is unchanged: what is left of the cache entry's ttl for a cached or just fetched
+   * answer, a second at most (and never past the ttl) for one Portal composes, 0 for a fallback after a failed fetch
+   * (the next ping tries the backend again). Workers reuse answers for that long (workers/statusMemo.ts).
+   */
+  readonly reuseForMs: number
 }
+
+/** How long a composed answer (a state's MOTD, player counts included) may be reused, at most. */
+export const COMPOSED_REUSE_MS = 1_000
 
 export interface StatusRequest {
   /** Undefined for a domain no server claims. */
@@ -114,10 +124,10 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const maxEntries = snapshot.global.status_cache.max_entries
         const key = `${server.id}\0${request.handshake.protocolVersion}`
         const now = yield* Clock.currentTimeMillis
-        const fresh = cache.fresh(key, now, ttlMs)
+        const fresh = cache.freshEntry(key, now, ttlMs)
         if (fresh !== undefined) {
           stats.statusCache("hit")
-          return { json: fresh, source: "cache" as const }
+          return { json: fresh.value, source: "cache" as const, reuseForMs: ttlMs - (now - fresh.storedAt) }
         }
         stats.statusCache("miss")
         let pending = inflight.get(key)
@@ -138,16 +148,23 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           )
         }
         const result = yield* Effect.either(Deferred.await(pending))
-        if (Either.isRight(result)) return { json: result.right, source: "backend" as const }
+        if (Either.isRight(result)) {
+          // Reusable for as long as the entry the fetch stored stays fresh (not at all with max_entries = 0).
+          const after = yield* Clock.currentTimeMillis
+          const stored = cache.freshEntry(key, after, ttlMs)
+          const reuseForMs = stored === undefined || stored.value !== result.right ? 0 : ttlMs - (after - stored.storedAt)
+          return { json: result.right, source: "backend" as const, reuseForMs: Math.max(0, reuseForMs) }
+        }
         const stale = cache.any(key)
         if (stale !== undefined) {
           stats.statusCache("stale")
-          return { json: stale, source: "stale" as const }
+          return { json: stale, source: "stale" as const, reuseForMs: 0 }
         }
         return undefined
       })
 
-    const composed = (request: StatusRequest, state: ServerState) =>
+    /** `reuse`: whether the answer may be reused for a while (not when it stands in for a failed fetch). */
+    const composed = (request: StatusRequest, state: ServerState, reuse: boolean) =>
       Effect.gen(function* () {
         const snapshot = yield* store.get
         const server = request.server
@@ -160,16 +177,17 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           online,
           max: server?.config.max_players ?? 0
         })
-        return { json, text: JSON.stringify(json), source: "composed" as const, state }
+        const reuseForMs = reuse ? Math.min(COMPOSED_REUSE_MS, Duration.toMillis(snapshot.global.status_cache.ttl)) : 0
+        return { json, text: JSON.stringify(json), source: "composed" as const, state, reuseForMs }
       })
 
     const answer = (request: StatusRequest): Effect.Effect<StatusAnswer> =>
       Effect.gen(function* () {
         const server = request.server
-        if (server === undefined) return yield* composed(request, "online")
-        if (request.state !== "online") return yield* composed(request, request.state)
+        if (server === undefined) return yield* composed(request, "online", true)
+        if (request.state !== "online") return yield* composed(request, request.state, true)
         const live = yield* liveStatus(request, server)
-        if (live === undefined) return yield* composed(request, "unreachable")
+        if (live === undefined) return yield* composed(request, "unreachable", false)
         // Only the server's own [motd.online] overrides a live answer; [default_motd] is for composed answers.
         // A cached answer is rendered once per MOTD entry, not once per ping (favicons make it large).
         const entry = server.config.motd.online
@@ -179,7 +197,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           memo = { entry, json, text: JSON.stringify(json) }
           rendered.set(live.json, memo)
         }
-        return { json: memo.json, text: memo.text, source: live.source, state: "online" as const }
+        return { json: memo.json, text: memo.text, source: live.source, state: "online" as const, reuseForMs: live.reuseForMs }
       })
 
     return { answer, cacheKeys: Effect.sync(() => cache.keys()) }

@@ -8,6 +8,7 @@ import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { BanStore } from "../../src/services/BanStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
+import { Stats, type StatsSnapshot } from "../../src/services/Stats.js"
 import { WorkerCensus, type WorkerInfo, WorkerPool } from "../../src/services/WorkerPool.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
@@ -193,6 +194,24 @@ describe("two worker threads", () => {
     expect(Date.now() - started).toBeLessThan(1500)
     // Both workers route it.
     expect(await pingMany(portal.port, 12, "other.example.com")).toEqual(Array.from({ length: 12 }, () => "motd of other"))
+  })
+
+  it("pings are answered in the workers from what the main thread's cache gave them, every one counted; a configuration change shows at once", async () => {
+    const { portal, backend, dir } = await setup(`[status_cache]\nttl = "1m"`)
+    expect(await pingMany(portal.port, 12)).toEqual(Array.from({ length: 12 }, () => "motd of main0"))
+    // One backend request for all of them, and each ping counted once: a hit, or a miss that waited on the fetch.
+    expect(backend.handshakes).toHaveLength(1)
+    // Stats is provided with the control plane, not among the layer's declared services.
+    const snapshot = Effect.flatMap(Stats, (stats) => stats.snapshot) as unknown as Effect.Effect<StatsSnapshot>
+    const counted = (await portal.run(snapshot)).statusCache
+    expect(counted.hits + counted.misses).toBe(12)
+    expect(counted.hits).toBeGreaterThan(0)
+    dir.write("servers/main.toml", `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\n[motd.online]\ntext = "changed"`)
+    const started = Date.now()
+    await waitFor(async () => (await pingMany(portal.port, 1))[0] === "changed", { what: "the new MOTD", timeoutMs: 3000 })
+    expect(Date.now() - started).toBeLessThan(1500)
+    expect(await pingMany(portal.port, 12)).toEqual(Array.from({ length: 12 }, () => "changed"))
+    expect(backend.handshakes).toHaveLength(1)
   })
 
   it("a worker that crashes is replaced at once; the other worker's players stay", async () => {

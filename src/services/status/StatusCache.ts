@@ -20,10 +20,15 @@ export class StatusCache<A> {
    * stepped back since) is not fresh: otherwise it would be served for as long as the step.
    */
   fresh(key: string, now: number, ttlMs: number): A | undefined {
+    return this.freshEntry(key, now, ttlMs)?.value
+  }
+
+  /** As `fresh`, with the time it was stored (what is left of its ttl). */
+  freshEntry(key: string, now: number, ttlMs: number): CachedStatus<A> | undefined {
     const entry = this.touch(key)
     if (entry === undefined) return undefined
     const age = now - entry.storedAt
-    return age >= 0 && age < ttlMs ? entry.value : undefined
+    return age >= 0 && age < ttlMs ? entry : undefined
   }
 
   /** The entry whatever its age (the stale fallback). */
