@@ -123,10 +123,15 @@ const char* connectionErrorName(int error) {
   }
 }
 
-// Node-style code of an errno a socket option call can fail with; null for others.
+// Node-style code of an errno a socket call (options, bind, listen) can fail with; null for others.
 const char* errnoName(int error) {
   if (const char* name = connectionErrorName(error)) return name;
   switch (error) {
+    case EADDRINUSE: return "EADDRINUSE";
+    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
     case EBADF: return "EBADF";
     case ENOTSOCK: return "ENOTSOCK";
     case EINVAL: return "EINVAL";

@@ -270,7 +270,14 @@ export class Stats extends Effect.Service<Stats>()("portal/Stats", {
       totals,
       histograms,
       /** The rows every thread writes, for worker threads to write theirs. */
-      buffer: shared
+      buffer: shared,
+      /**
+       * A worker thread that is gone closed nothing it had open: its connections count as closed, so that the active
+       * count is right for the worker that takes its row.
+       */
+      threadGone: (thread: number) => {
+        rows[thread * SLOTS + CLOSED] = rows[thread * SLOTS + OPENED]!
+      }
     }
   })
 }) {}

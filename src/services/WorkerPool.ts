@@ -306,6 +306,7 @@ const make = (options: WorkerPoolOptions) =>
       for (let attempt = 0; released.handshakes === undefined && attempt < 20; attempt++) released = shared.releaseWorker(index)
       for (const { lease } of slot.sessions.values()) lease.release()
       slot.sessions.clear()
+      stats.threadGone(index)
       workerCalls.get(index)?.failAll("the worker stopped")
       return released
     }
@@ -413,6 +414,9 @@ const make = (options: WorkerPoolOptions) =>
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         stopping = true
+        // The main thread's own listening socket first: while it is open the kernel would still queue connections
+        // for the shared socket that no draining worker accepts.
+        plan.close()
         const live = slots.filter((slot) => slot.worker !== undefined)
         if (live.length === 0) return
         send({ _tag: "Drain", graceMs: Duration.toMillis(shutdownGrace()) })

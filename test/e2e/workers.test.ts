@@ -10,6 +10,7 @@ import { BanStore } from "../../src/services/BanStore.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { Stats, type StatsSnapshot } from "../../src/services/Stats.js"
 import { WorkerCensus, type WorkerInfo, WorkerPool } from "../../src/services/WorkerPool.js"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -58,6 +59,9 @@ const pingMany = async (port: number, count: number, host = "mc.example.com") =>
 
 const registry = <A>(portal: Awaited<ReturnType<typeof startPortal>>, f: (registry: PlayerRegistry) => Effect.Effect<A>) =>
   portal.run(Effect.flatMap(PlayerRegistry, f))
+
+/** What Stats counts (a service of the control plane, not among the layer's declared ones). */
+const statsSnapshot = Effect.flatMap(Stats, (stats) => stats.snapshot) as unknown as Effect.Effect<StatsSnapshot>
 
 /** The worker indexes (1, 2) that logged a line matching `pattern`. */
 const workersThatLogged = (logs: ReadonlyArray<string>, pattern: RegExp) =>
@@ -201,9 +205,7 @@ describe("two worker threads", () => {
     expect(await pingMany(portal.port, 12)).toEqual(Array.from({ length: 12 }, () => "motd of main0"))
     // One backend request for all of them, and each ping counted once: a hit, or a miss that waited on the fetch.
     expect(backend.handshakes).toHaveLength(1)
-    // Stats is provided with the control plane, not among the layer's declared services.
-    const snapshot = Effect.flatMap(Stats, (stats) => stats.snapshot) as unknown as Effect.Effect<StatsSnapshot>
-    const counted = (await portal.run(snapshot)).statusCache
+    const counted = (await portal.run(statsSnapshot)).statusCache
     expect(counted.hits + counted.misses).toBe(12)
     expect(counted.hits).toBeGreaterThan(0)
     dir.write("servers/main.toml", `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\n[motd.online]\ntext = "changed"`)
@@ -229,6 +231,8 @@ describe("two worker threads", () => {
     // The new worker serves: every connection is answered, and places the dead worker held were given back.
     expect(await pingMany(portal.port, 12)).toEqual(Array.from({ length: 12 }, () => "motd of main0"))
     expect(workersThatLogged(portal.logs, /joined main via/)).toContain("1")
+    // The connections the dead worker had open are not counted as active any more: only worker 2's players are.
+    await waitFor(async () => (await portal.run(statsSnapshot)).connections.active === onWorker2, { what: "the active count of worker 2's players" })
   })
 
   it("shutdown drains both workers: their players are let go and every worker stops", async () => {
@@ -246,6 +250,49 @@ describe("two worker threads", () => {
 })
 
 describe("listening", () => {
+  it("a port something already listens on is refused at start, with so_reuseport as without", async () => {
+    const port = await freePort()
+    const first = await startPortal(makeConfigDir(`bind = "127.0.0.1:${port}"\nworker_threads = 2\nso_reuseport = true`).configFile)
+    expect(first.port).toBe(port)
+    for (const reuse of [true, false]) {
+      const second = makeConfigDir(`bind = "127.0.0.1:${port}"\nworker_threads = 2\nso_reuseport = ${reuse}`)
+      await expect(startPortal(second.configFile)).rejects.toThrow(/the address is already in use/)
+    }
+    // Nothing of the refused starts took players from the first.
+    expect(reasonText((await ping(port, "anything.example.com")).description)).toMatch(/No server answers/)
+  })
+
+  it("at shutdown, connections to the shared socket are refused at once, not left waiting for the drain", async () => {
+    const backend = await startBackend("main", { hold: true })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2`, {
+      "main.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const grace = process.env.PORTAL_SHUTDOWN_GRACE_MS
+    process.env.PORTAL_SHUTDOWN_GRACE_MS = "3000"
+    try {
+      const portal = await startPortal(dir.configFile)
+      await joinMany(portal.port, 2)
+      const stopped = portal.stop()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const started = Date.now()
+      const outcome = await new Promise<string>((resolve) => {
+        const socket = net.connect(portal.port, "127.0.0.1")
+        socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"))
+        socket.on("close", () => resolve("closed"))
+        socket.setTimeout(2000, () => {
+          socket.destroy()
+          resolve("left waiting")
+        })
+      })
+      expect(outcome).toBe("ECONNREFUSED")
+      expect(Date.now() - started).toBeLessThan(1000)
+      await stopped
+    } finally {
+      if (grace === undefined) delete process.env.PORTAL_SHUTDOWN_GRACE_MS
+      else process.env.PORTAL_SHUTDOWN_GRACE_MS = grace
+    }
+  })
+
   it("without so_reuseport the workers share one socket, and both accept", async () => {
     const backend = await startBackend("main", { hold: true })
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2`, {

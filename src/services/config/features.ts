@@ -34,6 +34,7 @@ export const inactiveFeatures = (
   if (global.so_reuseport) {
     const noReusePort = reusePortUnsupported()
     if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
+    else if (noWorkers !== undefined) add("so_reuseport", "has no effect: Portal runs on one thread (see worker_threads)")
     else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
   }
   const telemetry = global.telemetry

@@ -79,8 +79,10 @@ const resolveHost = (host: string) =>
         )
       })
 
-const errorText = (error: unknown): string =>
-  error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : String(error)
+/** What went wrong, for the log: the addon's messages are `call: CODE (what the system says)`, less the call. */
+const errorText = (error: unknown): string => (error instanceof Error ? error.message.replace(/^[A-Za-z]+: /, "") : String(error))
+
+const ADDRESS_IN_USE = "the address is already in use"
 
 /** The plan for `bind`, or why there can be no worker threads here. */
 export const planListening = (bind: HostPort, soReusePort: boolean) =>
@@ -104,10 +106,14 @@ export const planListening = (bind: HostPort, soReusePort: boolean) =>
         catch: (error) =>
           new ListenError({
             address: where,
-            reason: (error as NodeJS.ErrnoException).code === "EADDRINUSE" ? "the address is already in use" : errorText(error)
+            reason: (error as NodeJS.ErrnoException).code === "EADDRINUSE" ? ADDRESS_IN_USE : errorText(error)
           })
       })
     if (soReusePort) {
+      // SO_REUSEPORT would let Portal share the port with whatever already listens there (another Portal, with another
+      // configuration, silently taking half the players): a plain socket bound first finds it, and Portal refuses
+      // to start, as it does on one thread.
+      if (bind.port !== 0) addon.closeFd(yield* tryListen(bind.port, false))
       // PORTAL_TEST_NO_REUSEPORT=1 stands for a system that refuses SO_REUSEPORT (tests of the fallback).
       const first =
         process.env.PORTAL_TEST_NO_REUSEPORT === "1"
@@ -163,20 +169,22 @@ const sharedPlan = (addon: NativeAddon, tryListen: (port: number, reusePort: boo
     }
   })
 
-/** Without the addon: workers bind with Node's reusePort; a port 0 is fixed by a probe socket first. */
+/**
+ * Without the addon: workers bind with Node's reusePort. A plain probe socket first fixes a port 0, and finds
+ * whatever already listens on a given port (SO_REUSEPORT would share it silently).
+ */
 const nodeReusePlan = (bind: HostPort, note: string | undefined) =>
   Effect.gen(function* () {
-    let port = bind.port
-    if (port === 0) {
-      port = yield* Effect.async<number, ListenError>((resume) => {
-        const probe = net.createServer()
-        probe.once("error", (error) => resume(Effect.fail(new ListenError({ address: formatHostPort(bind), reason: error.message }))))
-        probe.listen({ host: bind.host, port: 0 }, () => {
-          const { port: chosen } = probe.address() as net.AddressInfo
-          probe.close(() => resume(Effect.succeed(chosen)))
-        })
+    const port = yield* Effect.async<number, ListenError>((resume) => {
+      const probe = net.createServer()
+      probe.once("error", (error: NodeJS.ErrnoException) =>
+        resume(Effect.fail(new ListenError({ address: formatHostPort(bind), reason: error.code === "EADDRINUSE" ? ADDRESS_IN_USE : error.message })))
+      )
+      probe.listen({ host: bind.host, port: bind.port }, () => {
+        const { port: chosen } = probe.address() as net.AddressInfo
+        probe.close(() => resume(Effect.succeed(chosen)))
       })
-    }
+    })
     const plan: ListenPlan = {
       address: { host: bind.host, port },
       description: `each worker listens on ${formatHostPort({ host: bind.host, port })} with its own socket (SO_REUSEPORT)`,
