@@ -89,6 +89,20 @@ const badEncryption = (port: number, choose: (token: Buffer) => { secret: Buffer
     setTimeout(() => socket.destroy(), 5000)
   })
 
+/** Sends `bytes` as a new connection and resolves with everything Portal sent until it closed (plain text). */
+const sendAndRead = (port: number, bytes: Buffer, timeoutMs = 10_000) =>
+  new Promise<string>((resolve) => {
+    const socket = net.connect(port, "127.0.0.1")
+    let received = Buffer.alloc(0)
+    socket.on("error", () => {})
+    socket.on("data", (chunk) => {
+      received = Buffer.concat([received, chunk])
+    })
+    socket.on("close", () => resolve(received.toString("utf8")))
+    socket.write(bytes)
+    setTimeout(() => socket.destroy(), timeoutMs)
+  })
+
 describe("bad input in the packet modes", () => {
   it("a wrong verify token, a secret of the wrong length, and a session service that says no, fails or hangs", { timeout: 40_000 }, async () => {
     const { session, backend, portal } = await startClientOnly()
@@ -121,6 +135,23 @@ describe("bad input in the packet modes", () => {
     expect(backend.players.has("Mallory")).toBe(false)
     session.mode = "normal"
     await keepsPlaying(bystander)
+  })
+
+  it("a malformed Login Start, an oversized Encryption Response and a login that stops are told why, not just closed", { timeout: 20_000 }, async () => {
+    const { portal } = await startClientOnly()
+    const handshake = serialize("handshaking", "set_protocol", { protocolVersion: 765, serverHost: "on.example", serverPort: 25565, nextState: 2 })
+    const longName = serialize("login", "login_start", { username: "x".repeat(40), playerUUID: "00000000-0000-0000-0000-00000000abcd" })
+    expect(await sendAndRead(portal.port, Buffer.concat([handshake, longName]))).toMatch(/Your client sent a packet the proxy could not read/)
+    await portal.waitForLog(/WARN refused a login: the client sent a packet the proxy could not read \(.*player name of 40 characters is too long/)
+
+    const start = serialize("login", "login_start", { username: "Mallory", playerUUID: "00000000-0000-0000-0000-00000000abcd" })
+    const huge = Buffer.concat([encodeVarInt(100_001), Buffer.from([0x01]), Buffer.alloc(100_000, 7)])
+    const afterHuge = await sendAndRead(portal.port, Buffer.concat([handshake, start, huge]))
+    // The Encryption Request first, then the Disconnect (plain: the secret could not be read).
+    expect(afterHuge).toMatch(/Your client sent a packet the proxy could not read/)
+
+    // A handshake for a login, then nothing: after the handshake timeout (5 s), the player is told.
+    expect(await sendAndRead(portal.port, handshake)).toMatch(/Took too long to log in/)
   })
 
   it("a player banned by UUID is refused after authentication, even when Login Start claimed another UUID", { timeout: 20_000 }, async () => {

@@ -20,7 +20,7 @@ import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
-import { disconnect } from "./closing.js"
+import { disconnect, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
 import type { Admitted, LoginRoute } from "./phases.js"
@@ -156,6 +156,12 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
         MAX_LOGIN_START_FRAME_BYTES,
         HANDSHAKE_TIMEOUT_MS,
         framedPacket(0x00, MAX_LOGIN_START_FRAME_BYTES, (body) => decodeLoginStartBody(body, route.opened.opening.handshake.protocolVersion))
+      ).pipe(
+        Effect.catchAll((error) => {
+          // The handshake place is free while the Disconnect is flushed (a client that does not read holds it 2 s).
+          route.opened.slot()
+          return tellLoginReadFailure(route.opened.connection.socket)(error)
+        })
       ),
       (start) => admit(route, start)
     )

@@ -42,7 +42,7 @@ import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
-import { closeWith, disconnect } from "./closing.js"
+import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
 import { getText } from "./sessionHttp.js"
@@ -238,7 +238,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
       const response = decodeEncryptionResponseBody(buffer.subarray(frame.bodyStart, frame.end), protocolVersion)
       if (response._tag === "Invalid") return failWith(response.reason)
       return done(response.value, frame.end)
-    })
+    }).pipe(Effect.catchAll(tellLoginReadFailure(client)))
     return Effect.flatMap(read, (response): Effect.Effect<Admitted | undefined> => {
       const secret = decryptSharedSecret(keyPair.privateKey, response.sharedSecret)
       if (secret._tag === "Invalid") {
