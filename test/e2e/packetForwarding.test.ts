@@ -140,6 +140,21 @@ const joinOn = async (portal: RunningPortal, backend: PacketBackend, options: Cl
   throw new Error(`${options.username} never landed on the worker wanted`)
 }
 
+describe("configuration warnings on reload", () => {
+  it("a server file changed to client_only without forwarding is warned about when it arrives, once", { timeout: 20_000 }, async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1`, { "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:1"]` })
+    const portal = await startPortal(dir.configFile)
+    const warning = /WARN .*\/servers\/on\.toml: proxy_mode: client_only authenticates players, but the server has no forwarding/
+    expect(portal.logs.some((line) => warning.test(line))).toBe(false)
+    dir.write("servers/on.toml", `domains = ["on.example"]\naddresses = ["127.0.0.1:1"]\nproxy_mode = "client_only"`)
+    await portal.waitForLog(warning)
+    // Another change that keeps it: said once, not on every reload.
+    dir.write("servers/on.toml", `domains = ["on.example"]\naddresses = ["127.0.0.1:2"]\nproxy_mode = "client_only"`)
+    await waitFor(() => portal.logs.filter((line) => /servers reloaded: changed on/.test(line)).length === 2, { what: "the second reload" })
+    expect(portal.logs.filter((line) => warning.test(line))).toHaveLength(1)
+  })
+})
+
 describe("the legacy BungeeCord channel", () => {
   it(
     "with two workers answers and delivers proxy-wide: counts, lists and lookups of players on the other worker, Forward, ForwardToPlayer, Message and KickPlayer to them",

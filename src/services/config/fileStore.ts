@@ -36,6 +36,7 @@ import {
 import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "../ConfigStore.js"
 import { watchFiles } from "../files/watch.js"
 import { mergeSourcedServers, ServerSource } from "./ServerSource.js"
+import { configurationWarnings, type ConfigWarning } from "./features.js"
 
 
 export interface ConfigStoreOptions {
@@ -165,6 +166,15 @@ const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): s
   return parts.length > 0 ? parts.join(", ") : undefined
 }
 
+/** The configuration warnings the startup log gives, said again when a reload brings one that was not there before. */
+const warnAnew = (before: ConfigSnapshot, after: ConfigSnapshot) =>
+  Effect.suspend(() => {
+    const text = (warning: ConfigWarning) => `${warning.where}: ${warning.what}`
+    const known = new Set(configurationWarnings(before.global, before.servers.values()).map(text))
+    const fresh = configurationWarnings(after.global, after.servers.values()).map(text).filter((line) => !known.has(line))
+    return Effect.forEach(fresh, (line) => Effect.logWarning(line), { discard: true })
+  })
+
 const makeConfigStore = (options: ConfigStoreOptions) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
@@ -202,6 +212,7 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
         const snapshot: ConfigSnapshot = { ...next, revision: before.revision + 1 }
         yield* SubscriptionRef.set(current, snapshot)
         if (serverChanges !== undefined) yield* Effect.logInfo(`servers reloaded: ${serverChanges}`)
+        yield* warnAnew(before, snapshot)
         yield* ensureSecret(snapshot)
       })
 
