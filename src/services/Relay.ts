@@ -71,18 +71,20 @@ export class Relay extends Effect.Service<Relay>()("portal/Relay", {
     /** Waits until no relay is running (or the effect is interrupted). */
     const awaitIdle = idle.wait
 
-    // Shutdown: end every relay, then give the splice addon a moment to let go of its descriptors.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        for (const running of [...active]) running.relay?.end(SHUTDOWN_REASON)
-        yield* awaitIdle.pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(2)))
-      })
-    )
+    /** Ends every relay with the shutdown reason, then gives them (and the splice addon's descriptors) a moment. */
+    const endAll = Effect.gen(function* () {
+      for (const running of [...active]) running.relay?.end(SHUTDOWN_REASON)
+      yield* awaitIdle.pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(2)))
+    })
+
+    // The listener ends what its grace left (while the services a session reports to still run); this is the net.
+    yield* Effect.addFinalizer(() => endAll)
 
     const dataPlane: RelayDataPlane = { modeFor: relayModeFor, start }
     return {
       dataPlane,
       awaitIdle,
+      endAll,
       /** Relayed sessions running now. */
       active: Effect.sync(() => active.size),
       watchdog

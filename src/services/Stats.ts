@@ -272,11 +272,14 @@ export class Stats extends Effect.Service<Stats>()("portal/Stats", {
       /** The rows every thread writes, for worker threads to write theirs. */
       buffer: shared,
       /**
-       * A worker thread that is gone closed nothing it had open: its connections count as closed, so that the active
-       * count is right for the worker that takes its row.
+       * A worker thread that is gone ended nothing it had open: its connections count as closed (so that the active
+       * count is right for the worker that takes its row), and its sessions as ended with the bytes they had moved
+       * when last counted (the registry's totals have the same).
        */
-      threadGone: (thread: number) => {
+      threadGone: (thread: number, moved: { readonly bytesIn: number; readonly bytesOut: number }) => {
         rows[thread * SLOTS + CLOSED] = rows[thread * SLOTS + OPENED]!
+        rows[thread * SLOTS + BYTES_IN] = rows[thread * SLOTS + BYTES_IN]! + moved.bytesIn
+        rows[thread * SLOTS + BYTES_OUT] = rows[thread * SLOTS + BYTES_OUT]! + moved.bytesOut
       }
     }
   })

@@ -304,9 +304,14 @@ const make = (options: WorkerPoolOptions) =>
       // The address table may be held for a moment by another thread: try again a few times until it is released.
       let released = shared.releaseWorker(index)
       for (let attempt = 0; released.handshakes === undefined && attempt < 20; attempt++) released = shared.releaseWorker(index)
-      for (const { lease } of slot.sessions.values()) lease.release()
+      const moved = { bytesIn: 0, bytesOut: 0 }
+      for (const { lease, bytes } of slot.sessions.values()) {
+        moved.bytesIn += bytes.bytesIn
+        moved.bytesOut += bytes.bytesOut
+        lease.release()
+      }
       slot.sessions.clear()
-      stats.threadGone(index)
+      stats.threadGone(index, moved)
       workerCalls.get(index)?.failAll("the worker stopped")
       return released
     }

@@ -263,6 +263,24 @@ describe("telemetry: traces and metrics over OTLP", () => {
     expect(target.store.latest("portal.handshakes", { "minecraft.handshake.next_state": "login" })?.value).toBe(1)
   }, 30_000)
 
+  it("sessions still open when Portal stops are ended, and their traces exported, on one thread as on workers", async () => {
+    for (const workers of [1, 2]) {
+      const target = await receiver("http")
+      const backend = await startBackend("lobby", { hold: true })
+      const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${workers}\n${telemetryToml(target)}`, {
+        "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+      })
+      const portal = await startPortal(dir.configFile)
+      for (const username of ["stay0", "stay1"]) expect((await join(portal.port, "mc.example.com", { username }))._tag).toBe("Joined")
+      // The grace (300 ms here) runs out with both still playing: the shutdown ends them.
+      await portal.stop()
+      const sessions = target.store.spans.filter((span) => span.name === "minecraft.session")
+      expect(sessions.map((span) => span.attributes["portal.session.closed_by"])).toEqual(["ended", "ended"])
+      expect(rootsOf(target.store.spans).map((root) => root.attributes["minecraft.player.name"]).sort()).toEqual(["stay0", "stay1"])
+      await backend.close()
+    }
+  }, 40_000)
+
   it("a receiver that stops: connections go on as before, and the failure is logged once", async () => {
     const target = await receiver("http")
     const backend = await startBackend("lobby", { hold: true })

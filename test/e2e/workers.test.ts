@@ -222,6 +222,12 @@ describe("two worker threads", () => {
     expect(results.every((result) => result._tag === "Joined")).toBe(true)
     await waitFor(async () => (await registry(portal, (r) => r.total)) === 10, { what: "ten players listed" })
     const onWorker2 = (await registry(portal, (r) => r.list)).length - portal.logs.filter((line) => /joined main via .*worker=1$/.test(line)).length
+    // Bytes moved so far, as the admin API counts them: ended sessions' from Stats, live ones' from the registry
+    // (refreshed from the workers every 2 s).
+    const movedIn = async () =>
+      (await portal.run(statsSnapshot)).bytes.in + (await registry(portal, (r) => r.list)).reduce((sum, session) => sum + session.bytesIn, 0)
+    await waitFor(async () => (await registry(portal, (r) => r.list)).every((session) => session.bytesIn > 0), { what: "byte counts of every player" })
+    const before = await movedIn()
     await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
     await portal.waitForLog(/worker 1 stopped unexpectedly/)
     await portal.waitForLog(/worker 1 replaced/, 3000)
@@ -233,6 +239,8 @@ describe("two worker threads", () => {
     expect(workersThatLogged(portal.logs, /joined main via/)).toContain("1")
     // The connections the dead worker had open are not counted as active any more: only worker 2's players are.
     await waitFor(async () => (await portal.run(statsSnapshot)).connections.active === onWorker2, { what: "the active count of worker 2's players" })
+    // The dead worker's sessions ended with what they had moved: the total never goes down.
+    expect(await movedIn()).toBeGreaterThanOrEqual(before)
   })
 
   it("shutdown drains both workers: their players are let go and every worker stops", async () => {

@@ -47,7 +47,7 @@ export interface ListenerOptions {
   /** Takes each connection (session/pipeline.ts). */
   readonly handle: ConnectionHandler
   readonly store: ConfigStore["Type"]
-  readonly relay: Pick<Relay, "active" | "awaitIdle">
+  readonly relay: Pick<Relay, "active" | "awaitIdle" | "endAll">
   readonly target?: ListenTarget
   /**
    * Takes a place under `max_connections` for a new connection, or says there is none (proxy-wide across worker
@@ -165,7 +165,8 @@ export const listen = (options: ListenerOptions) =>
     const bound = server.address() as net.AddressInfo
 
     // Runs before the fibers are interrupted (finalizers run in reverse order): stop accepting, then drain
-    // connections still in their handshake and relayed sessions; the Relay service ends what is left.
+    // connections still in their handshake and relayed sessions, then end the sessions the grace left, here: the
+    // services they report to as they end (the registry, telemetry's trace export) stop after the listener.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         server.close()
@@ -177,6 +178,9 @@ export const listen = (options: ListenerOptions) =>
           const openingsDone = Effect.repeat(Effect.sync(handle.opening), { until: (left) => left === 0, schedule: Schedule.spaced("20 millis") })
           // Finalizers run uninterruptibly; the wait must be interruptible or the timeout could never end it.
           yield* Effect.zipRight(openingsDone, Effect.zipRight(fibers.awaitEmpty, relay.awaitIdle)).pipe(Effect.interruptible, Effect.timeoutOption(grace))
+          yield* relay.endAll
+          // Their connections' last steps (the player's leave, the trace) before the fibers are interrupted.
+          yield* fibers.awaitEmpty.pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(1)))
         }
         handle.closeOpenings()
       })
