@@ -3,7 +3,9 @@
  * checks the HMAC and decodes the payload), and the legacy BungeeCord plugin channel (a backend's plugin asks,
  * Portal answers as BungeeCord would), proxy-wide with players on two worker threads, and on one thread.
  */
+import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { offlineUuid } from "../../src/protocol/forwarding.js"
@@ -13,6 +15,8 @@ import { waitFor } from "../helpers/wait.js"
 import { type ClientOptions, connectClient, type PacketBackend, startPacketBackend } from "../peers/packetPeers.js"
 import { startSessionService } from "../peers/sessionService.js"
 import { startVelocityBackend } from "../peers/velocityBackend.js"
+
+const mc = createRequire(import.meta.url)("minecraft-protocol")
 
 const SECRET = "a-shared-secret-of-some-length"
 
@@ -51,6 +55,49 @@ describe("modern (Velocity) forwarding", () => {
     const quiet = connectClient(portal.port, { version: "1.20.4", username: "Quiet", host: "plain.example" })
     expect((await quiet.joined)._tag).toBe("Joined")
     expect(velocity.forwarded).toHaveLength(2)
+  })
+
+  it("a 1.19.2 player's chat key is forwarded (version 3) with its holder, the UUID of the Login Start", { timeout: 20_000 }, async () => {
+    const velocity = await startVelocityBackend(SECRET, 3)
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "modern"\nsecret_file = "forwarding.secret"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${velocity.port}"]\nproxy_mode = "offline"`
+    })
+    writeFileSync(path.join(dir.root, "forwarding.secret"), `${SECRET}\n`)
+    const portal = await startPortal(dir.configFile)
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 1024 })
+    const expiresOn = new Date(Date.now() + 3_600_000)
+    const signatureV2 = randomBytes(512)
+    const holder = "4115abee-1234-4abc-8def-0123456789ab"
+    const kicked = await new Promise<string>((resolve) => {
+      const client = mc.createClient({
+        host: "127.0.0.1",
+        port: portal.port,
+        fakeHost: "off.example",
+        username: "Keyed",
+        version: "1.19.2",
+        hideErrors: true,
+        // An offline login whose Login Start carries a chat key and a UUID, as a 1.19.2 client with an account sends.
+        auth: (self: Record<string, unknown>, options: { connect: (client: unknown) => void }) => {
+          self.username = "Keyed"
+          self.uuid = holder
+          self.session = { selectedProfile: { id: holder.replace(/-/g, ""), name: "Keyed" } }
+          self.profileKeys = { public: publicKey, private: privateKey, expiresOn, signature: randomBytes(512), signatureV2 }
+          options.connect(self)
+        }
+      })
+      client.on("error", () => {})
+      client.on("disconnect", (packet: { reason: string }) => resolve(packet.reason))
+      client.on("end", () => resolve("end"))
+      setTimeout(() => resolve("timeout"), 10_000)
+    })
+    expect(kicked).toMatch(/forwarded Keyed/)
+    const forwarded = velocity.forwarded[0]!
+    expect(forwarded.version).toBe(3)
+    expect(forwarded.uuid).toBe(offlineUuid("Keyed"))
+    expect(forwarded.key?.expiresAt).toBe(BigInt(expiresOn.getTime()))
+    expect(forwarded.key?.key.equals(publicKey.export({ type: "spki", format: "der" }))).toBe(true)
+    expect(forwarded.key?.signature.equals(signatureV2)).toBe(true)
+    expect(forwarded.key?.holder).toBe(holder)
   })
 
   it("a wrong secret is refused by the backend, and the player sees why", { timeout: 20_000 }, async () => {

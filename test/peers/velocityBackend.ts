@@ -16,6 +16,8 @@ export interface ForwardedPlayer {
   readonly uuid: string
   readonly name: string
   readonly properties: Array<{ name: string; value: string; signature?: string }>
+  /** Versions 2 and 3: the player's chat key, and (3) whose it is, as Paper reads them. */
+  readonly key?: { readonly expiresAt: bigint; readonly key: Buffer; readonly signature: Buffer; readonly holder?: string | undefined }
 }
 
 export interface VelocityBackend {
@@ -72,6 +74,17 @@ class Cursor {
   }
   bool(): boolean {
     return this.bytes[this.at++] === 1
+  }
+  bytesOf(): Buffer {
+    const length = this.varInt()
+    const out = this.bytes.subarray(this.at, this.at + length)
+    this.at += length
+    return out
+  }
+  i64(): bigint {
+    const value = this.bytes.readBigInt64BE(this.at)
+    this.at += 8
+    return value
   }
   uuid(): string {
     const hex = this.bytes.toString("hex", this.at, this.at + 16)
@@ -143,7 +156,13 @@ export const startVelocityBackend = async (secret: string, requestVersion = 4): 
         const value = cursor.string()
         properties.push(cursor.bool() ? { name: propertyName, value, signature: cursor.string() } : { name: propertyName, value })
       }
-      backend.forwarded.push({ version, address, uuid, name, properties })
+      if ((version === 2 || version === 3) && cursor.at < payload.length) {
+        const expiresAt = cursor.i64()
+        const key = cursor.bytesOf()
+        const keySignature = cursor.bytesOf()
+        const holder = version === 3 && cursor.bool() ? cursor.uuid() : undefined
+        backend.forwarded.push({ version, address, uuid, name, properties, key: { expiresAt, key, signature: keySignature, holder } })
+      } else backend.forwarded.push({ version, address, uuid, name, properties })
       disconnect(`forwarded ${name}`)
     })
   })

@@ -163,7 +163,9 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
         protocolVersion: opened.opening.handshake.protocolVersion,
         clientIp: peer.clientIp,
         clientPort: peer.clientPort,
-        publicKey: login.publicKey
+        publicKey: login.publicKey,
+        // As Velocity: the key's holder is the UUID of the Login Start that carried the key (1.19.1-1.19.2).
+        keyHolder: login.publicKey === undefined ? undefined : login.uuid
       },
       preface,
       buffered: reader.takeBuffered(),

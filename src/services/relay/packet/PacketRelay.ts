@@ -415,7 +415,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       uuid: login.uuid,
       name: login.name,
       properties: login.properties,
-      publicKey: login.publicKey
+      publicKey: login.publicKey,
+      keyHolder: login.keyHolder
     })
     if (answer._tag === "Invalid") return this.backendBroke(`modern forwarding: ${answer.reason}`)
     this.start.log.debug(`answered the backend's modern forwarding request (version ${answer.version})`)

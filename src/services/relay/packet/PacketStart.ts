@@ -21,6 +21,8 @@ export interface PacketLogin {
   readonly clientPort: number
   /** The chat key of a 1.19-1.19.2 Login Start, for modern forwarding v2/v3. */
   readonly publicKey?: PlayerPublicKey | undefined
+  /** Whose key it is (v3): the UUID that Login Start carried, when it carried one. */
+  readonly keyHolder?: string | undefined
 }
 
 /** Lines about one player's session, with the connection's fields (written outside any fiber). */
