@@ -1,4 +1,7 @@
-/** Player-info forwarding payloads that ride in the handshake (BungeeCord `legacy`, BungeeGuard `legacy_guard`). */
+/**
+ * Player-info forwarding payloads that ride in the handshake (BungeeCord `legacy`, BungeeGuard `legacy_guard`), and
+ * the profile properties that stand in for a Forge client's handshake marker where forwarding drops it.
+ */
 import { createHash } from "node:crypto"
 import { formatUuid } from "./PacketReader.js"
 
@@ -38,3 +41,26 @@ export const bungeeGuardProperty = (token: string): GameProfileProperty => ({
   value: token,
   signature: ""
 })
+
+/**
+ * The Forge marker that follows the host in a handshake address (`suffix`, from the first NUL): `\0FML\0` of a
+ * 1.7-1.12 Forge client, or `\0FML2\0`, `\0FML3\0`, `\0FORGE...` of a 1.13+ one.
+ */
+export const forgeMarker = (suffix: string): "legacy" | "modern" | undefined => {
+  if (suffix.startsWith("\0FML\0")) return "legacy"
+  return /^\0(?:FML\d+\0|FORGE)/.test(suffix) ? "modern" : undefined
+}
+
+/**
+ * What a Forge-aware proxy adds to the forwarded profile, since legacy forwarding puts its own fields where the
+ * marker was and modern forwarding's payload has no room for it: with `legacy`, a 1.7-1.12 Forge client gets
+ * `forgeClient` and `extraData` (the marker, NULs as U+0001), as BungeeCord adds them; with `modern`, a 1.13+ Forge
+ * client gets `forgeClient`, as Velocity adds it. Nothing for other clients.
+ */
+export const forgeProperties = (suffix: string, forwarding: "legacy" | "modern"): ReadonlyArray<GameProfileProperty> => {
+  const marker = forgeMarker(suffix)
+  if (forwarding === "legacy") {
+    return marker === "legacy" ? [{ name: "forgeClient", value: "true" }, { name: "extraData", value: suffix.replace(/\0/g, "\u0001"), signature: "" }] : []
+  }
+  return marker === "modern" ? [{ name: "forgeClient", value: "true" }] : []
+}

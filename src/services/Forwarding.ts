@@ -11,7 +11,7 @@ import type { ServerDefinition } from "../schema/decode.js"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import type { ForwardingMode } from "../schema/common.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
-import { bungeeGuardProperty, type GameProfileProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
+import { bungeeGuardProperty, forgeProperties, type GameProfileProperty, legacyForwardingAddress, offlineUuid } from "../protocol/forwarding.js"
 import { encodeHandshake, type Handshake, NEXT_STATE_LOGIN, NEXT_STATE_TRANSFER, splitAddress } from "../protocol/handshake.js"
 import type { LoginStart } from "../protocol/login.js"
 import { SecretReader } from "./forwarding/secretReader.js"
@@ -75,8 +75,9 @@ const encodeBackendHandshake = (
   else {
     const login = input.login!
     const profile = input.profile
-    const properties = profile?.properties ?? []
-    // Markers are dropped: backends split this address on NUL and expect three or four fields.
+    // Markers are dropped (backends split this address on NUL and expect three or four fields); a Forge client's
+    // is told in properties instead.
+    const properties = [...(profile?.properties ?? []), ...forgeProperties(suffix, "legacy")]
     address = legacyForwardingAddress({
       host: target.host,
       clientIp: input.clientIp,

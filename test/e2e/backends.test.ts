@@ -207,6 +207,21 @@ describe("limits and rewriting", () => {
     expect(backend.handshakes.at(-1)!.host.split("\0")[2]).toMatch(/^[0-9a-f]{32}$/)
   })
 
+  it("legacy forwarding of a 1.7-1.12 Forge client: the marker it drops is told in forgeClient and extraData", async () => {
+    const backend = await startBackend("forge")
+    const dir = makeConfigDir(proxyToml(), {
+      "f.toml": `domains = ["f.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]\nforwarding_mode = "legacy"`
+    })
+    const portal = await startPortal(dir.configFile)
+    await join(portal.port, "f.example.com\0FML\0", { version: "1.12.2", username: "Modded" })
+    const fields = backend.handshakes.at(-1)!.host.split("\0")
+    expect(fields.slice(0, 3)).toEqual(["f.example.com", "127.0.0.1", offlineUuid("Modded").replace(/-/g, "")])
+    expect(JSON.parse(fields[3]!)).toEqual([
+      { name: "forgeClient", value: "true" },
+      { name: "extraData", value: "\u0001FML\u0001", signature: "" }
+    ])
+  })
+
   it("legacy_guard forwarding carries the secret as a bungeeguard-token property", async () => {
     const backend = await startBackend("guard")
     const dir = makeConfigDir(proxyToml(`[forwarding]\nmode = "legacy_guard"`), {

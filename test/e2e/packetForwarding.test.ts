@@ -51,10 +51,15 @@ describe("modern (Velocity) forwarding", () => {
     expect(await old.joined).toEqual({ _tag: "Kicked", reason: expect.stringMatching(/needs Minecraft 1\.13 or newer/) })
     await portal.waitForLog(/refused Old.*modern forwarding needs Minecraft 1\.13/)
 
+    // A 1.13+ Forge client's marker stays in the handshake, and the forwarded profile says forgeClient, as Velocity's.
+    const forge = connectClient(portal.port, { version: "1.20.4", username: "Forged", host: "off.example\0FML3\0" })
+    expect(await forge.joined).toEqual({ _tag: "Kicked", reason: "forwarded Forged" })
+    expect(velocity.forwarded[2]).toMatchObject({ version: 4, name: "Forged", properties: [{ name: "forgeClient", value: "true" }] })
+
     // A backend that never asks gets nothing, and the player plays.
     const quiet = connectClient(portal.port, { version: "1.20.4", username: "Quiet", host: "plain.example" })
     expect((await quiet.joined)._tag).toBe("Joined")
-    expect(velocity.forwarded).toHaveLength(2)
+    expect(velocity.forwarded).toHaveLength(3)
   })
 
   it("a 1.19.2 player's chat key is forwarded (version 3) with its holder, the UUID of the Login Start", { timeout: 20_000 }, async () => {

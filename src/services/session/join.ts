@@ -17,6 +17,7 @@ import type { AttemptFailure, Backend } from "../Backend.js"
 import type { BalancerDataPlane } from "../Balancer.js"
 import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
 import { offlineUuid } from "../../protocol/forwarding.js"
+import { splitAddress } from "../../protocol/handshake.js"
 import { encodeFrame } from "../../protocol/framing.js"
 import { encodeLoginDisconnectBody } from "../../protocol/loginPackets.js"
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
@@ -165,7 +166,8 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
         clientPort: peer.clientPort,
         publicKey: login.publicKey,
         // As Velocity: the key's holder is the UUID of the Login Start that carried the key (1.19.1-1.19.2).
-        keyHolder: login.publicKey === undefined ? undefined : login.uuid
+        keyHolder: login.publicKey === undefined ? undefined : login.uuid,
+        addressSuffix: splitAddress(opened.opening.handshake.address).suffix
       },
       preface,
       buffered: reader.takeBuffered(),

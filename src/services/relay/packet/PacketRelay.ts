@@ -19,6 +19,7 @@
 import type { Socket } from "node:net"
 import { isBungeeChannel } from "../../../protocol/bungeeChannel.js"
 import type { StreamCipher } from "../../../protocol/cipher.js"
+import { forgeProperties } from "../../../protocol/forwarding.js"
 import { type Frame, FrameDecoder, frameBody, peekPacket, readPacket, reencodeFrame, encodeFrame } from "../../../protocol/framing.js"
 import { decodePluginMessageBody, encodeChatToPlayer, encodeDisconnectBody, encodePluginMessageBody } from "../../../protocol/gamePackets.js"
 import { encodeLoginStartBody } from "../../../protocol/login.js"
@@ -414,7 +415,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       clientIp: login.clientIp,
       uuid: login.uuid,
       name: login.name,
-      properties: login.properties,
+      properties: [...login.properties, ...forgeProperties(login.addressSuffix, "modern")],
       publicKey: login.publicKey,
       keyHolder: login.keyHolder
     })

@@ -23,6 +23,8 @@ export interface PacketLogin {
   readonly publicKey?: PlayerPublicKey | undefined
   /** Whose key it is (v3): the UUID that Login Start carried, when it carried one. */
   readonly keyHolder?: string | undefined
+  /** What followed the host in the player's handshake address (a Forge client's marker), for modern forwarding. */
+  readonly addressSuffix: string
 }
 
 /** Lines about one player's session, with the connection's fields (written outside any fiber). */
