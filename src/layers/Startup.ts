@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import { formatHostPort } from "../schema/HostPort.js"
 import type { ConfigSnapshot } from "../services/ConfigStore.js"
 import { displayPath } from "../services/config/load.js"
-import { configurationWarnings, inactiveFeatures } from "../services/config/features.js"
+import { configurationWarningLines, inactiveFeatures } from "../services/config/features.js"
 
 export const summarize = (snapshot: ConfigSnapshot): string => {
   const servers = [...snapshot.servers.values()]
@@ -23,7 +23,7 @@ export const inactiveFeatureLines = (snapshot: ConfigSnapshot): Array<string> =>
 
 /** Settings that work but probably not as meant (a client_only server without forwarding, ...). */
 export const warningLines = (snapshot: ConfigSnapshot): Array<string> =>
-  configurationWarnings(snapshot.global, snapshot.servers.values()).map((warning) => `${warning.where}: ${warning.what}`)
+  configurationWarningLines(snapshot.global, snapshot.servers.values())
 
 export const logStartup = (snapshot: ConfigSnapshot) =>
   Effect.gen(function* () {

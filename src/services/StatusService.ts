@@ -124,7 +124,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const maxEntries = snapshot.global.status_cache.max_entries
         const key = `${server.id}\0${request.handshake.protocolVersion}`
         const now = yield* Clock.currentTimeMillis
-        const fresh = cache.freshEntry(key, now, ttlMs)
+        const fresh = cache.fresh(key, now, ttlMs)
         if (fresh !== undefined) {
           stats.statusCache("hit")
           return { json: fresh.value, source: "cache" as const, reuseForMs: ttlMs - (now - fresh.storedAt) }
@@ -151,7 +151,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         if (Either.isRight(result)) {
           // Reusable for as long as the entry the fetch stored stays fresh (not at all with max_entries = 0).
           const after = yield* Clock.currentTimeMillis
-          const stored = cache.freshEntry(key, after, ttlMs)
+          const stored = cache.fresh(key, after, ttlMs)
           const reuseForMs = stored === undefined || stored.value !== result.right ? 0 : ttlMs - (after - stored.storedAt)
           return { json: result.right, source: "backend" as const, reuseForMs: Math.max(0, reuseForMs) }
         }

@@ -6,7 +6,7 @@ describe("StatusCache", () => {
   it("serves fresh entries within the ttl and keeps them afterwards as stale fallbacks", () => {
     const cache = new StatusCache<string>()
     cache.set("a", "A", 1000, 10)
-    expect(cache.fresh("a", 1999, 1000)).toBe("A")
+    expect(cache.fresh("a", 1999, 1000)?.value).toBe("A")
     expect(cache.fresh("a", 2000, 1000)).toBeUndefined()
     expect(cache.any("a")).toBe("A")
   })

@@ -97,3 +97,7 @@ export const configurationWarnings = (global: GlobalConfig, servers: Iterable<Se
   }
   return out
 }
+
+/** The warnings as the log and `--check` say them, one line each. */
+export const configurationWarningLines = (global: GlobalConfig, servers: Iterable<ServerDefinition>): Array<string> =>
+  configurationWarnings(global, servers).map((warning) => `${warning.where}: ${warning.what}`)

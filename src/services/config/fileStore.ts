@@ -36,7 +36,7 @@ import {
 import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "../ConfigStore.js"
 import { watchFiles } from "../files/watch.js"
 import { mergeSourcedServers, ServerSource } from "./ServerSource.js"
-import { configurationWarnings, type ConfigWarning } from "./features.js"
+import { configurationWarningLines } from "./features.js"
 
 
 export interface ConfigStoreOptions {
@@ -169,9 +169,8 @@ const describeServerChanges = (before: ConfigSnapshot, after: ConfigSnapshot): s
 /** The configuration warnings the startup log gives, said again when a reload brings one that was not there before. */
 const warnAnew = (before: ConfigSnapshot, after: ConfigSnapshot) =>
   Effect.suspend(() => {
-    const text = (warning: ConfigWarning) => `${warning.where}: ${warning.what}`
-    const known = new Set(configurationWarnings(before.global, before.servers.values()).map(text))
-    const fresh = configurationWarnings(after.global, after.servers.values()).map(text).filter((line) => !known.has(line))
+    const known = new Set(configurationWarningLines(before.global, before.servers.values()))
+    const fresh = configurationWarningLines(after.global, after.servers.values()).filter((line) => !known.has(line))
     return Effect.forEach(fresh, (line) => Effect.logWarning(line), { discard: true })
   })
 

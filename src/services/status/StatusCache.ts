@@ -16,15 +16,11 @@ export class StatusCache<A> {
   }
 
   /**
-   * The entry if it is younger than `ttlMs`; refreshes its recency. One stored "in the future" (the wall clock was
-   * stepped back since) is not fresh: otherwise it would be served for as long as the step.
+   * The entry (its value and when it was stored) if it is younger than `ttlMs`; refreshes its recency. One stored
+   * "in the future" (the wall clock was stepped back since) is not fresh: otherwise it would be served for as long as
+   * the step.
    */
-  fresh(key: string, now: number, ttlMs: number): A | undefined {
-    return this.freshEntry(key, now, ttlMs)?.value
-  }
-
-  /** As `fresh`, with the time it was stored (what is left of its ttl). */
-  freshEntry(key: string, now: number, ttlMs: number): CachedStatus<A> | undefined {
+  fresh(key: string, now: number, ttlMs: number): CachedStatus<A> | undefined {
     const entry = this.touch(key)
     if (entry === undefined) return undefined
     const age = now - entry.storedAt
