@@ -15,6 +15,7 @@ import type { BackendAddress } from "../schema/ServerConfig.js"
 import { Balancer } from "./Balancer.js"
 import { monotonicMillisOf } from "./monotonicClock.js"
 import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
+import { connectSteady } from "./net/steadySockets.js"
 
 export interface AttemptFailure {
   readonly address: string
@@ -82,7 +83,7 @@ const ignoreError = (): void => {}
  */
 export type Connector = (address: BackendAddress) => net.Socket
 
-const tcpConnector: Connector = (address) => net.connect({ host: address.host, port: address.port, noDelay: true })
+const tcpConnector: Connector = (address) => connectSteady(address.host, address.port, true)
 
 const make = (connectTo: Connector) =>
   Effect.gen(function* () {

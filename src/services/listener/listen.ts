@@ -20,6 +20,7 @@ import { applyKeepalive, applyToListener } from "../native/keepalive.js"
 import type { Relay } from "../Relay.js"
 import type { ConnectionHandler } from "../session/connection.js"
 import { LiveList } from "../collections/LiveList.js"
+import { acceptSteady } from "../net/steadySockets.js"
 import { emptyWaiters } from "../runtime/emptyWaiters.js"
 
 const ignoreError = () => {}
@@ -151,6 +152,7 @@ export const listen = (options: ListenerOptions) =>
       server.once("error", onError)
       const ready = () => {
         server.off("error", onError)
+        acceptSteady(server)
         inherited = applyToListener(server, keepalive)
         resume(Effect.void)
       }

@@ -9,11 +9,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
-import * as net from "node:net"
+import type * as net from "node:net"
 import { formatHostPort } from "../../schema/HostPort.js"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { MAX_STATUS_FRAME_BYTES, readStatusResponse, STATUS_REQUEST, type StatusJson } from "../../protocol/status.js"
 import { ConnectionClosed, done, failParse, needMore, type Parse, ReadTimeout, SocketReader, writeAll } from "../net/SocketReader.js"
+import { connectSteady } from "../net/steadySockets.js"
 import { oneLine } from "../parseIssue.js"
 import { decodeStatusJson } from "./statusJson.js"
 
@@ -121,7 +122,7 @@ export const connectTo = (address: BackendAddress, timeoutMs: number): Effect.Ef
   Effect.suspend(() => {
     const holder: { socket: net.Socket | undefined } = { socket: undefined }
     const connect = Effect.async<StatusConnection, StatusFetchError>((resume) => {
-      const socket = net.connect({ host: address.host, port: address.port })
+      const socket = connectSteady(address.host, address.port, false)
       holder.socket = socket
       const failed = (detail: string) => {
         clearTimeout(timer)
