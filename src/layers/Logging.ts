@@ -26,9 +26,26 @@ export const messageText = (message: unknown): string => {
   return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 }
 
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+
+/** A control character as an escape (`\n`, `\x1b`): text from outside (a player's name) must not start a line of its own. */
+const escapeControl = (char: string): string =>
+  char === "\n" ? "\\n" : char === "\r" ? "\\r" : char === "\t" ? "\\t" : `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`
+
+/** The text with every control character escaped, so that an event stays on its line and no escape reaches a terminal. */
+export const printable = (text: string): string => text.replace(CONTROL, escapeControl)
+
+const indented = (text: string): string =>
+  text
+    .split("\n")
+    .map((line) => `  ${printable(line)}`)
+    .join("\n")
+
 const quoteIfNeeded = (value: unknown): string => {
   const text = typeof value === "string" ? value : JSON.stringify(value)
-  return /[\s"=]/.test(text) ? JSON.stringify(text) : text
+  // JSON escapes control characters below 0x20 and quotes; the C1 range it leaves is escaped after.
+  return /[\s"=\u0000-\u001f\u007f-\u009f]/.test(text) ? printable(JSON.stringify(text)) : text
 }
 
 const COLORS: Record<string, string> = {
@@ -63,10 +80,11 @@ export const prettyLogger = (colors: boolean) =>
   Logger.make(({ annotations, cause, context, date, logLevel, message, spans }) => {
     const level = logLevel.label
     const tag = colors ? `${COLORS[level] ?? ""}${level.padEnd(5)}\x1b[0m` : level.padEnd(5)
-    let line = `${date.toISOString()} ${tag} ${messageText(message)}`
+    let line = `${date.toISOString()} ${tag} ${printable(messageText(message))}`
     for (const [key, value] of logFieldsOf({ annotations, context })) line += ` ${key}=${quoteIfNeeded(value)}`
     for (const span of List.toArray(spans)) line += ` ${span.label}=${date.getTime() - span.startTime}ms`
-    if (!Cause.isEmpty(cause)) line += `\n${Cause.pretty(cause, { renderErrorCause: true })}`
+    // A cause (a stack trace) keeps its lines, each indented: none can pass for an event of its own.
+    if (!Cause.isEmpty(cause)) line += `\n${indented(Cause.pretty(cause, { renderErrorCause: true }))}`
     writeLine(`${line}\n`)
   })
 
@@ -78,7 +96,8 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
   }
   for (const [key, value] of logFieldsOf({ annotations, context })) record[key] = value
   if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
-  writeLine(`${JSON.stringify(record)}\n`)
+  // JSON leaves DEL and the C1 controls as they are; escaped, no terminal that shows the line acts on them.
+  writeLine(`${JSON.stringify(record).replace(/[\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`)
 })
 
 /** Replaces Effect's default logger and sets the minimum level. */

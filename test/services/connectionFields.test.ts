@@ -52,7 +52,7 @@ describe("the loggers", () => {
   })
 
   /** What a logger writes for one line logged inside a connection that has reached its server. */
-  const lineOf = (logger: Logger.Logger<unknown, void>): string => {
+  const lineOf = (logger: Logger.Logger<unknown, void>, message = "Steve joined main", via = "10.0.0.2:25565"): string => {
     const written: Array<string> = []
     vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
       written.push(String(chunk))
@@ -63,7 +63,7 @@ describe("the loggers", () => {
         const fields: ConnectionLogFields = { conn: 12, ip: "198.51.100.7" }
         yield* FiberRef.set(currentConnectionLog, fields)
         fields.server = "main"
-        yield* Effect.logInfo("Steve joined main").pipe(Effect.annotateLogs("via", "10.0.0.2:25565"))
+        yield* Effect.logInfo(message).pipe(Effect.annotateLogs("via", via))
       }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
     )
     vi.restoreAllMocks()
@@ -78,5 +78,20 @@ describe("the loggers", () => {
 
   it("pretty: the fields follow the message, the connection's first", () => {
     expect(lineOf(prettyLogger(false))).toMatch(/ INFO  Steve joined main conn=12 ip=198\.51\.100\.7 server=main via=10\.0\.0\.2:25565\n$/)
+  })
+
+  it("pretty: text from outside cannot start a line of its own or reach the terminal as an escape", () => {
+    // A player's name with a newline and a colour escape, as an offline-mode Login Start may carry it.
+    const line = lineOf(prettyLogger(false), "x\n2026-01-01T00:00:00.000Z ERROR forged\u001b[31m joined main", "a\u009bb\rc")
+    expect(line.split("\n")).toHaveLength(2) // the line and the empty rest after its end
+    expect(line).toContain("INFO  x\\n2026-01-01T00:00:00.000Z ERROR forged\\x1b[31m joined main")
+    expect(line).toContain('via="a\\x9bb\\rc"')
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+  })
+
+  it("json: the same text stays one record, escaped by JSON", () => {
+    const line = lineOf(jsonLogger, "x\nERROR forged\u009b")
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+    expect(JSON.parse(line).message).toBe("x\nERROR forged\u009b")
   })
 })

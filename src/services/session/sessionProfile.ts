@@ -4,8 +4,8 @@
  * is more memory than a data plane that never authenticates should carry.
  */
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { describeParseError } from "../parseIssue.js"
 
 const Property = Schema.Struct({
   name: Schema.String,
@@ -31,5 +31,5 @@ export const decodeSessionProfile = (text: string): Either.Either<SessionProfile
   } catch {
     return Either.left(`not JSON: ${JSON.stringify(text.slice(0, 80))}`)
   }
-  return Either.mapLeft(decode(json, { onExcessProperty: "ignore" }), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+  return Either.mapLeft(decode(json, { onExcessProperty: "ignore" }), describeParseError)
 }
