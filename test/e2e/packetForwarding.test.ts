@@ -298,7 +298,7 @@ describe("the legacy BungeeCord channel", () => {
 
   it("on one thread answers from its own registry and delivers directly", { timeout: 30_000 }, async () => {
     const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n[forwarding]\nmode = "legacy"\n[forwarding.channel_permissions]\nUUID = false\n`, {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n[forwarding]\nmode = "legacy"\n[forwarding.channel_permissions]\nUUID = false\nKickPlayerRaw = true\n`, {
       "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`,
       "more.toml": `domains = ["more.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
     })
@@ -328,5 +328,12 @@ describe("the legacy BungeeCord channel", () => {
     ])
     await portal.waitForLog(/BungeeCord subchannel UUID is not permitted/)
     expect(plugin.heard).toHaveLength(3)
+
+    // KickPlayerRaw: the player sees the plugin's text as it wrote it, formatting and translation keys included.
+    const kicked = new Promise<unknown>((resolve) => other.raw.once("kick_disconnect", (packet: { reason: unknown }) => resolve(packet.reason)))
+    const raw = { text: "raw kick", bold: true, color: "green", extra: [{ translate: "multiplayer.disconnect.kicked", italic: true }] }
+    plugin.ask("KickPlayerRaw", "Other", JSON.stringify(raw))
+    expect(JSON.parse(String(await kicked))).toEqual({ text: "", extra: [raw] })
+    await portal.waitForLog(/Other .* left more .*ended: raw kick/)
   })
 })

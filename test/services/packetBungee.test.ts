@@ -241,7 +241,7 @@ describe("the BungeeCord channel", () => {
       { _tag: "ForwardToPlayer", player: "Dave", data: payload },
       { _tag: "Message", player: "Dave", message: "hi" },
       { _tag: "Message", player: undefined, message: "all" },
-      { _tag: "Kick", player: "Dave", reason: "go" }
+      { _tag: "Kick", player: "Dave", reason: { text: "", extra: [{ text: "go" }] } }
     ])
     expect(carol.sent).toHaveLength(3)
     expect(alice.chat).toEqual(["all"])

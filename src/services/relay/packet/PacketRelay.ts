@@ -484,9 +484,9 @@ export class PacketRelay implements LiveRelay, BungeePeer {
   // --- ending ----------------------------------------------------------------------------------------------------
 
   /** Ends the session with a Disconnect in the player's state; the backend is closed at once. */
-  end(reason: string): void {
+  end(reason: TextComponent): void {
     if (this.closing !== undefined) return
-    this.sayAndClose(reason, "ended", reason)
+    this.sayAndClose(reason, "ended", typeof reason === "string" ? reason : plainText(reason))
   }
 
   private sayAndClose(message: TextComponent, end: RelayEnd, detail?: string): void {

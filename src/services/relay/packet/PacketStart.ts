@@ -72,7 +72,8 @@ export type ChannelDelivery =
   | { readonly _tag: "ForwardToPlayer"; readonly player: string; readonly data: Uint8Array }
   /** A chat message to the player so named, or (undefined) to every player. */
   | { readonly _tag: "Message"; readonly player: string | undefined; readonly message: TextComponent }
-  | { readonly _tag: "Kick"; readonly player: string; readonly reason: string }
+  /** The player so named disconnected with `reason` (KickPlayerRaw's text as the plugin wrote it). */
+  | { readonly _tag: "Kick"; readonly player: string; readonly reason: TextComponent }
 
 /**
  * How the channel reaches beyond the thread that relays the asking player. On one thread every session is here: a

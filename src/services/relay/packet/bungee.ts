@@ -20,7 +20,7 @@ import {
   encodeBungeeAnswer,
   encodeBungeeForwarded
 } from "../../../protocol/bungeeChannel.js"
-import { plainText, type TextComponent } from "../../../protocol/text.js"
+import type { TextComponent } from "../../../protocol/text.js"
 import { stillWanted } from "./channelNetwork.js"
 import type { ChannelContext, ChannelDelivery, ChannelQuery, ChannelSession, PacketLog } from "./PacketStart.js"
 
@@ -37,7 +37,7 @@ export interface BungeePeer {
   readonly sendToBackend: (channel: string, data: Buffer) => void
   /** A system chat message to the player (once in play). */
   readonly sendChat: (message: TextComponent) => void
-  readonly end: (reason: string) => void
+  readonly end: (reason: TextComponent) => void
 }
 
 /** The packet sessions of this thread, by server and by lower-cased player name. */
@@ -278,7 +278,7 @@ const act = (peer: BungeePeer, request: BungeeRequest, context: ChannelContext, 
     case "KickPlayerRaw": {
       const reason = request._tag === "KickPlayer" ? request.reason : parseJsonText(request.json)
       if (reason === undefined) return log.debug("BungeeCord KickPlayerRaw dropped: not JSON text")
-      return deliver(context, { _tag: "Kick", player: request.player, reason: typeof reason === "string" ? reason : plainText(reason) })
+      return deliver(context, { _tag: "Kick", player: request.player, reason })
     }
     case "Connect":
     case "ConnectOther":
