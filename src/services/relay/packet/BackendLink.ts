@@ -22,8 +22,6 @@ export class BackendLink {
   bytesRead = 0
   /** Bytes handed to the backend's socket. */
   bytesHanded = 0
-  /** Whether the backend sent the player a Disconnect: then its close needs no message of Portal's. */
-  sawDisconnect = false
   /** Whether the backend has accepted the login (its Login Success went to the player). */
   loggedIn = false
 

@@ -21,11 +21,12 @@ import { isBungeeChannel } from "../../../protocol/bungeeChannel.js"
 import type { StreamCipher } from "../../../protocol/cipher.js"
 import { forgeProperties } from "../../../protocol/forwarding.js"
 import { type Frame, FrameDecoder, frameBody, peekPacket, readPacket, reencodeFrame, encodeFrame } from "../../../protocol/framing.js"
-import { decodePluginMessageBody, encodeChatToPlayer, encodeDisconnectBody, encodePluginMessageBody } from "../../../protocol/gamePackets.js"
+import { decodeDisconnectBody, decodePluginMessageBody, encodeChatToPlayer, encodeDisconnectBody, encodePluginMessageBody } from "../../../protocol/gamePackets.js"
 import { encodeLoginStartBody } from "../../../protocol/login.js"
 import {
   decodeLoginDisconnectBody,
   decodeLoginPluginRequestBody,
+  decodeLoginSuccessBody,
   decodeSetCompressionBody,
   encodeLoginDisconnectBody,
   encodeLoginPluginResponseBody,
@@ -336,14 +337,14 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       if (id === cb.finishConfiguration) {
         link.state = "play"
         this.clientState = "play"
-      } else if (id === cb.disconnect) link.sawDisconnect = true
+      } else if (id === cb.disconnect) return this.relayDisconnect(frame)
     } else {
       const cb = ids.play.clientbound
       if (id === cb.startConfiguration) {
         link.state = "configuration"
         this.clientState = "configuration"
       } else if (id === cb.disconnect) {
-        link.sawDisconnect = true
+        return this.relayDisconnect(frame)
       } else if (id === cb.pluginMessage && channel && this.bungeeRequest(frameBody(frame)!)) return
     }
     this.passDown(frame)
@@ -391,6 +392,9 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       return this.sayAndClose(MESSAGES.backendOnlineMode, "error", "the backend runs in online mode")
     }
     if (id === cb.loginSuccess) {
+      // Read whole: the states of both connections move on it, so a broken one must not reach the player as it is.
+      const success = decodeLoginSuccessBody(packet.body, this.protocolVersion)
+      if (success._tag === "Invalid") return this.backendBroke(success.reason)
       link.loggedIn = true
       const next: PacketState = this.protocolVersion >= PV_1_20_2 ? "configuration" : "play"
       link.state = next
@@ -399,11 +403,44 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       return this.passDown(frame)
     }
     if (id === cb.disconnect) {
-      link.sawDisconnect = true
       const reason = decodeLoginDisconnectBody(packet.body)
-      this.start.log.info(`the backend refused the login: ${reason._tag === "Ok" ? plainText(reason.value) : "(unreadable reason)"}`)
+      if (reason._tag === "Invalid") return this.backendBroke(reason.reason)
+      this.start.log.info(`the backend refused the login: ${plainText(reason.value)}`)
+      this.passDown(frame)
+      return this.endAfterDisconnect()
+    }
+    // Cookie Request (1.20.5+) is the one other login packet a backend may send; anything else is not the protocol.
+    if (id !== cb.cookieRequest) return this.backendBroke(`packet 0x${id.toString(16).padStart(2, "0")} is not a login packet`)
+    this.passDown(frame)
+  }
+
+  /** The backend's Disconnect in configuration or play (read whole, a rare packet): passed on, and the session ends. */
+  private relayDisconnect(frame: Frame): void {
+    const body = frameBody(frame)
+    if (body !== undefined) {
+      const reason = decodeDisconnectBody(body, this.protocolVersion)
+      if (reason._tag === "Invalid") return this.backendBroke(reason.reason)
     }
     this.passDown(frame)
+    this.endAfterDisconnect()
+  }
+
+  /**
+   * The player has the backend's Disconnect: nothing may follow it, so both connections end now rather than when the
+   * backend closes (a backend that never does would hold the player until the read timeout, then send a second one).
+   */
+  private endAfterDisconnect(): void {
+    if (this.closing !== undefined) return
+    this.closing = "backend_closed"
+    this.up.drop()
+    this.down.flush()
+    this.detachBackend(this.link)
+    this.link.socket.on("error", ignore)
+    this.link.socket.destroy()
+    if (!this.player.destroyed && !this.player.writableEnded) this.player.end()
+    // Reading goes on (and is dropped) so the close is a FIN, not a reset that could lose the Disconnect.
+    if (this.playerPaused) this.resumePlayer()
+    this.linger()
   }
 
   private answerModernForwarding(messageId: number, data: Buffer): void {
@@ -452,14 +489,6 @@ export class PacketRelay implements LiveRelay, BungeePeer {
   /** The backend closed: the player gets what it sent, then its reason or Portal's, then the close. */
   private backendGone(end: RelayEnd, detail: string | undefined): void {
     const link = this.link
-    if (link.sawDisconnect) {
-      this.closing = end
-      this.closingDetail = detail
-      this.down.flush()
-      this.player.end()
-      this.linger()
-      return
-    }
     if (!link.loggedIn) this.start.log.info("the backend closed the connection during the login")
     this.sayAndClose(this.start.backendClosedMessage, end, detail)
   }
