@@ -264,6 +264,21 @@ describe("bad input", () => {
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect(reasonText((await ping(portal.port, "mc.example.com")).description)).toBe("motd of main")
   })
+
+  it("a connection refused for the handshake bound gives its max_connections place back at once", async () => {
+    const { portal } = await setup(`max_connections = 9`)
+    // Eight silent connections from one address: all the handshakes in progress it may have.
+    const held = Array.from({ length: 8 }, () => net.connect({ port: portal.port, host: "127.0.0.1", localAddress: "127.0.190.1" }))
+    for (const socket of held) socket.on("error", () => {})
+    await waitFor(() => held.every((socket) => !socket.connecting), { what: "eight connections" })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    // The ninth from that address is refused; its place must not stay taken after it is gone.
+    const ninth = await exchange(portal.port, [], { timeoutMs: 2000, localAddress: "127.0.190.1" })
+    expect(ninth.closed).toBe(true)
+    // Another player, well within the flush timer of two seconds: the ninth place is free for them.
+    expect(reasonText((await ping(portal.port, "mc.example.com")).description)).toBe("motd of main")
+    for (const socket of held) socket.destroy()
+  })
 })
 
 describe("shutdown with connections in their opening", () => {

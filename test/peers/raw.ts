@@ -23,10 +23,10 @@ export interface Exchange {
 export const exchange = (
   port: number,
   chunks: ReadonlyArray<Buffer>,
-  options: { gapMs?: number; timeoutMs?: number; end?: boolean } = {}
+  options: { gapMs?: number; timeoutMs?: number; end?: boolean; localAddress?: string } = {}
 ) =>
   new Promise<Exchange>((resolve) => {
-    const socket = net.connect(port, "127.0.0.1")
+    const socket = net.connect(options.localAddress === undefined ? { port, host: "127.0.0.1" } : { port, host: "127.0.0.1", localAddress: options.localAddress })
     sockets.push(socket)
     const received: Array<Buffer> = []
     let finished = false

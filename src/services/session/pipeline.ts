@@ -184,6 +184,14 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
       logDebug(fields, "too many handshakes in progress: closed")
     }
     const ended = setupEnded(connection)
+    if (end._tag !== "Failed") {
+      // Giving way: nothing to say, and the socket was never read, so a close from the peer would go unseen and its
+      // place (max_connections, the address's handshakes) held until the flush timer. It is closed now.
+      connection.socket.destroy()
+      openings.remove(link)
+      ended()
+      return
+    }
     closeThen(connection.socket, undefined, () => {
       openings.remove(link)
       ended()
