@@ -185,8 +185,8 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     }
     const ended = setupEnded(connection)
     if (end._tag !== "Failed") {
-      // Giving way: nothing to say, and the socket was never read, so a close from the peer would go unseen and its
-      // place (max_connections, the address's handshakes) held until the flush timer. It is closed now.
+      // Refused a handshake place: nothing to say, and the socket was never read, so a close from the peer would go
+      // unseen and its max_connections place stay taken until the flush timer. It is closed now.
       connection.socket.destroy()
       openings.remove(link)
       ended()
