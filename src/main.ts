@@ -12,6 +12,7 @@ import { runCheck } from "./layers/Check.js"
 import { LOG_LEVELS, type LogFormat, type LogLevelName, loggingLayer } from "./layers/Logging.js"
 import { MainLayer } from "./layers/Main.js"
 import { shrinkHeap } from "./services/runtime/shrinkHeap.js"
+import { sessionServerProblem } from "./services/session/authentication.js"
 import { PORTAL_VERSION } from "./schema/GlobalConfig.js"
 import { formatProblem } from "./schema/problems.js"
 
@@ -69,6 +70,14 @@ const logLevel: LogLevelName = LOG_LEVELS.find((level) => level === args!["log-l
   fail(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got ${args!["log-level"]}`)
 const configFile = args!.config!
 const logging = loggingLayer(logFormat, logLevel)
+
+// Every client_only login would fail with a bad session service URL: refused before anything starts, as a bad file is.
+const sessionServer = process.env.PORTAL_SESSION_SERVER
+const sessionServerIssue = sessionServer === undefined ? undefined : sessionServerProblem(sessionServer)
+if (sessionServerIssue !== undefined) {
+  process.stderr.write(`portal: PORTAL_SESSION_SERVER=${JSON.stringify(sessionServer)}: ${sessionServerIssue}\n`)
+  process.exit(1)
+}
 
 if (args!.check) {
   NodeRuntime.runMain(runCheck(configFile).pipe(Effect.provide(logging)), {

@@ -17,6 +17,22 @@ describe("--check", () => {
     expect(result.status).toBe(0)
   })
 
+  it("refuses a PORTAL_SESSION_SERVER that is no http(s) base URL, saying why, and accepts one that is", () => {
+    for (const [value, why] of [
+      ["not a url", /not a URL/],
+      ["ftp://127.0.0.1/", /ftp is not http or https/],
+      ["http://127.0.0.1:8080/?x=1", /takes no query or fragment/]
+    ] as const) {
+      const result = runPortal(["--check"], { env: { PORTAL_SESSION_SERVER: value } })
+      expect(result.status).toBe(1)
+      expect(result.stderr).toContain(`PORTAL_SESSION_SERVER=${JSON.stringify(value)}`)
+      expect(result.stderr).toMatch(why)
+    }
+    const good = runPortal(["--check"], { env: { PORTAL_SESSION_SERVER: "http://127.0.0.1:8080/prefix/" } })
+    expect(good.stderr).toBe("")
+    expect(good.status).toBe(0)
+  })
+
   it("prints each problem with file, key path and reason, and exits 1", () => {
     const dir = makeConfigDir(`bind = "0.0.0.0:25565"\n[rate_limit]\nwindw = "10s"`)
     const first = runPortal(["--check", "--config", dir.configFile])

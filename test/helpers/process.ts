@@ -22,9 +22,13 @@ export interface RunResult {
 }
 
 /** Runs Portal to completion (for `--check`, `--help`, broken configurations). */
-export const runPortal = (args: ReadonlyArray<string>, options: { cwd?: string; timeoutMs?: number } = {}): RunResult => {
+export const runPortal = (
+  args: ReadonlyArray<string>,
+  options: { cwd?: string; timeoutMs?: number; env?: Record<string, string> } = {}
+): RunResult => {
   const result = spawnSync(process.execPath, [...NODE_FLAGS, MAIN, ...args], {
     cwd: options.cwd ?? process.cwd(),
+    env: { ...process.env, ...options.env },
     encoding: "utf8",
     timeout: options.timeoutMs ?? 20_000
   })

@@ -35,13 +35,13 @@ const fields = (data: Buffer, tail: 0 | 2 | 4 = 0) => {
 interface FakePeer extends BungeePeer {
   readonly sent: Array<{ channel: string; data: Buffer }>
   readonly chat: Array<unknown>
-  readonly ended: Array<string>
+  readonly ended: Array<unknown>
 }
 
 const peer = (name: string, serverId: string, protocolVersion = 765): FakePeer => {
   const sent: FakePeer["sent"] = []
   const chat: Array<unknown> = []
-  const ended: Array<string> = []
+  const ended: Array<unknown> = []
   return {
     name,
     uuid: `00000000-0000-0000-0000-${name.padStart(12, "0").slice(-12).replace(/[^0-9a-f]/gi, "a")}`,

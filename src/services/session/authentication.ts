@@ -48,6 +48,22 @@ import type { Admitted, Authentication } from "./phases.js"
 import { getText } from "./sessionHttp.js"
 
 export const MOJANG_SESSION_SERVER = "https://sessionserver.mojang.com"
+
+/**
+ * Why `value` (`PORTAL_SESSION_SERVER`) cannot be a session service's base URL, or undefined when it can: http or
+ * https, and no query or fragment, since `/session/minecraft/hasJoined?...` is added to it.
+ */
+export const sessionServerProblem = (value: string): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return "not a URL"
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `${url.protocol.replace(/:$/, "")} is not http or https`
+  if (url.search !== "" || url.hash !== "") return "a base URL takes no query or fragment (/session/minecraft/hasJoined?... is added to it)"
+  return undefined
+}
 /** How long the session service may take to answer `hasJoined`. */
 export const SESSION_SERVICE_TIMEOUT_MS = 5_000
 /** How long the player may take for Encryption Response (its client asks the session service first). */
