@@ -217,7 +217,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
         }
         traceVerdict(trace, "authenticated")
         if (trace !== undefined) trace.player = profile.name
-        if (client.destroyed || client.writableEnded) return Effect.succeed(undefined)
+        if (client.destroyed || client.writableEnded) return Effect.as(Effect.logDebug(`${who} left while the session service was asked`), undefined)
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
         const lease = admitted.lease
         lease.identify(profile.name, profile.uuid)
