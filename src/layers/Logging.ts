@@ -26,12 +26,17 @@ export const messageText = (message: unknown): string => {
   return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
 }
 
+// C0 and C1 controls, DEL, and the Unicode line and paragraph separators some viewers break lines at.
 // eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
+
+const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 
 /** A control character as an escape (`\n`, `\x1b`): text from outside (a player's name) must not start a line of its own. */
-const escapeControl = (char: string): string =>
-  char === "\n" ? "\\n" : char === "\r" ? "\\r" : char === "\t" ? "\\t" : `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`
+const escapeControl = (char: string): string => {
+  const code = char.charCodeAt(0)
+  return NAMED_ESCAPES[char] ?? (code > 0xff ? `\\u${code.toString(16)}` : `\\x${code.toString(16).padStart(2, "0")}`)
+}
 
 /** The text with every control character escaped, so that an event stays on its line and no escape reaches a terminal. */
 export const printable = (text: string): string => text.replace(CONTROL, escapeControl)
@@ -45,7 +50,7 @@ const indented = (text: string): string =>
 const quoteIfNeeded = (value: unknown): string => {
   const text = typeof value === "string" ? value : JSON.stringify(value)
   // JSON escapes control characters below 0x20 and quotes; the C1 range it leaves is escaped after.
-  return /[\s"=\u0000-\u001f\u007f-\u009f]/.test(text) ? printable(JSON.stringify(text)) : text
+  return /[\s"=\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(text) ? printable(JSON.stringify(text)) : text
 }
 
 const COLORS: Record<string, string> = {
@@ -97,7 +102,7 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
   for (const [key, value] of logFieldsOf({ annotations, context })) record[key] = value
   if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
   // JSON leaves DEL and the C1 controls as they are; escaped, no terminal that shows the line acts on them.
-  writeLine(`${JSON.stringify(record).replace(/[\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`)
+  writeLine(`${JSON.stringify(record).replace(/[\u007f-\u009f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`)
 })
 
 /** Replaces Effect's default logger and sets the minimum level. */

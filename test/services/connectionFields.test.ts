@@ -82,16 +82,16 @@ describe("the loggers", () => {
 
   it("pretty: text from outside cannot start a line of its own or reach the terminal as an escape", () => {
     // A player's name with a newline and a colour escape, as an offline-mode Login Start may carry it.
-    const line = lineOf(prettyLogger(false), "x\n2026-01-01T00:00:00.000Z ERROR forged\u001b[31m joined main", "a\u009bb\rc")
+    const line = lineOf(prettyLogger(false), "x\n2026-01-01T00:00:00.000Z ERROR forged\u001b[31m joined\u2028main", "a\u009bb\rc")
     expect(line.split("\n")).toHaveLength(2) // the line and the empty rest after its end
-    expect(line).toContain("INFO  x\\n2026-01-01T00:00:00.000Z ERROR forged\\x1b[31m joined main")
+    expect(line).toContain("INFO  x\\n2026-01-01T00:00:00.000Z ERROR forged\\x1b[31m joined\\u2028main")
     expect(line).toContain('via="a\\x9bb\\rc"')
-    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
   })
 
   it("json: the same text stays one record, escaped by JSON", () => {
-    const line = lineOf(jsonLogger, "x\nERROR forged\u009b")
-    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
-    expect(JSON.parse(line).message).toBe("x\nERROR forged\u009b")
+    const line = lineOf(jsonLogger, "x\nERROR forged\u009b\u2028")
+    expect(line).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/)
+    expect(JSON.parse(line).message).toBe("x\nERROR forged\u009b\u2028")
   })
 })
