@@ -126,6 +126,15 @@ const say = (/** @type {string} */ line) => process.stderr.write(`bench: ${line}
 /** @template T @param {ReadonlyArray<T>} items @param {number} by */
 const rotate = (items, by) => items.map((_, i) => /** @type {T} */ (items[(i + by) % items.length]))
 
+const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
+
+/** The commit checked out, and how the report names it (uncommitted changes in src/ said). */
+const revisionNow = () => {
+  const commit = git(["rev-parse", "--short", "HEAD"])
+  const text = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
+  return { commit, text }
+}
+
 const main = async () => {
   if (!existsSync("dist/main.js")) throw new Error("dist/main.js is missing: run npm run build first (npm run bench does)")
   // A proxy holds two descriptors per session of the memory scenario (the generator and the backend one each).
@@ -140,6 +149,8 @@ const main = async () => {
       { encoding: "utf8" }
     ).stdout
   )
+  // The code measured is what is checked out when the run starts (a commit made during the run is not in it).
+  const startRevision = revisionNow()
   const dir = mkdtempSync(path.join(os.tmpdir(), "portal-bench-"))
   /** @type {Array<import("./targets.mjs").Target>} */
   const started = []
@@ -424,9 +435,8 @@ const main = async () => {
       nativeGame: nativeEcho !== undefined,
       manyWorkers
     }
-    const git = (/** @type {Array<string>} */ gitArgs) => spawnSync("git", gitArgs, { encoding: "utf8" }).stdout?.trim() ?? ""
-    const commit = git(["rev-parse", "--short", "HEAD"])
-    const revision = commit === "" ? "unknown" : `${commit}${git(["status", "--porcelain", "--", "src"]) === "" ? "" : " with uncommitted changes in src/"}`
+    const endCommit = git(["rev-parse", "--short", "HEAD"])
+    const revision = endCommit === startRevision.commit ? startRevision.text : `${startRevision.text} (the branch moved to ${endCommit || "unknown"} during the run)`
     const facts = machine()
     const notes = [
       `- Machine: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, Linux ${facts.kernel}, Node ${facts.node}; load average at the end ${facts.loadAverage}.`,
