@@ -14,6 +14,7 @@ import { encodeVarInt } from "../../src/protocol/varint.js"
 import { BanStore } from "../../src/services/BanStore.js"
 import { startPortal } from "../helpers/portal.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
+import { waitFor } from "../helpers/wait.js"
 import { connectClient, type PacketClient, startPacketBackend } from "../peers/packetPeers.js"
 import { startSessionService } from "../peers/sessionService.js"
 
@@ -25,14 +26,14 @@ const serialize = (state: string, name: string, params: Record<string, unknown>)
 }
 
 /** A client_only server `on.example` behind Portal, with legacy forwarding, and the session service it asks. */
-const startClientOnly = async () => {
+const startClientOnly = async (options: { workerLogLevel?: "debug" } = {}) => {
   const session = await startSessionService()
   process.env.PORTAL_SESSION_SERVER = session.url
   const backend = await startPacketBackend()
   const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
     "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
   })
-  return { session, backend, portal: await startPortal(dir.configFile) }
+  return { session, backend, portal: await startPortal(dir.configFile, options) }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -105,7 +106,8 @@ const sendAndRead = (port: number, bytes: Buffer, timeoutMs = 10_000) =>
 
 describe("bad input in the packet modes", () => {
   it("a wrong verify token, a secret of the wrong length, and a session service that says no, fails or hangs", { timeout: 40_000 }, async () => {
-    const { session, backend, portal } = await startClientOnly()
+    // Debug lines from the workers too: the player who leaves during the session check is told at debug level.
+    const { session, backend, portal } = await startClientOnly({ workerLogLevel: "debug" })
     const bystander = connectClient(portal.port, { version: "1.21.4", username: "Bystander", host: "on.example", session })
     expect((await bystander.joined)._tag).toBe("Joined")
 
@@ -133,6 +135,14 @@ describe("bad input in the packet modes", () => {
       await portal.waitForLog(logLine)
     }
     expect(backend.players.has("Mallory")).toBe(false)
+
+    // A player who leaves while the session service is asked: a line says so, and the backend never sees them.
+    session.mode = "slow"
+    const leaver = connectClient(portal.port, { version: "1.20.4", username: "Leaver", host: "on.example", session })
+    await waitFor(() => session.asked.some((ask) => ask.username === "Leaver"), { what: "the session service asked about Leaver" })
+    leaver.raw.socket.destroy()
+    await portal.waitForLog(/Leaver \(.*\) left while the session service was asked/)
+    expect(backend.players.has("Leaver")).toBe(false)
     session.mode = "normal"
     await keepsPlaying(bystander)
   })

@@ -1,14 +1,15 @@
 /**
  * A fake of Mojang's session service on loopback HTTP: clients `join` (POST /session/minecraft/join, as
  * minecraft-protocol's online-mode client does), servers ask `hasJoined` (GET). Accounts are registered with a UUID
- * and a skin property; `mode` makes `hasJoined` answer 204, 500, garbage, or nothing at all.
+ * and a skin property; `mode` makes `hasJoined` answer late, 204, 500, garbage, or nothing at all.
  */
 import { createHash } from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterEach } from "vitest"
 
-export type SessionMode = "normal" | "204" | "500" | "garbage" | "hang"
+/** `slow`: as `normal`, a little under half a second later. */
+export type SessionMode = "normal" | "slow" | "204" | "500" | "garbage" | "hang"
 
 export interface Account {
   readonly name: string
@@ -103,13 +104,18 @@ export const startSessionService = async (): Promise<SessionService> => {
         case "hang":
           hanging.add(response)
           return
-        case "normal": {
-          const account = accounts.get(username.toLowerCase())
-          if (account === undefined || joins.get(account.id) !== serverId) {
-            response.writeHead(204).end()
-            return
+        case "normal":
+        case "slow": {
+          const answer = () => {
+            const account = accounts.get(username.toLowerCase())
+            if (account === undefined || joins.get(account.id) !== serverId) {
+              response.writeHead(204).end()
+              return
+            }
+            response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ id: account.id, name: account.name, properties: account.properties }))
           }
-          response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ id: account.id, name: account.name, properties: account.properties }))
+          if (service.mode === "slow") setTimeout(answer, 400)
+          else answer()
           return
         }
       }
