@@ -27,8 +27,9 @@ export const messageText = (message: unknown): string => {
 }
 
 // C0 and C1 controls, DEL, and the Unicode line and paragraph separators some viewers break lines at.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g
+const CONTROL_CHARACTERS = "\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029"
+const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, "g")
+const NEEDS_QUOTES = new RegExp(`[\\s"=${CONTROL_CHARACTERS}]`)
 
 const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 
@@ -37,6 +38,8 @@ const escapeControl = (char: string): string => {
   const code = char.charCodeAt(0)
   return NAMED_ESCAPES[char] ?? (code > 0xff ? `\\u${code.toString(16)}` : `\\x${code.toString(16).padStart(2, "0")}`)
 }
+
+const jsonEscape = (char: string): string => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`
 
 /** The text with every control character escaped, so that an event stays on its line and no escape reaches a terminal. */
 export const printable = (text: string): string => text.replace(CONTROL, escapeControl)
@@ -50,7 +53,7 @@ const indented = (text: string): string =>
 const quoteIfNeeded = (value: unknown): string => {
   const text = typeof value === "string" ? value : JSON.stringify(value)
   // JSON escapes control characters below 0x20 and quotes; the C1 range it leaves is escaped after.
-  return /[\s"=\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(text) ? printable(JSON.stringify(text)) : text
+  return NEEDS_QUOTES.test(text) ? printable(JSON.stringify(text)) : text
 }
 
 const COLORS: Record<string, string> = {
@@ -101,8 +104,8 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
   }
   for (const [key, value] of logFieldsOf({ annotations, context })) record[key] = value
   if (!Cause.isEmpty(cause)) record.cause = Cause.pretty(cause)
-  // JSON leaves DEL and the C1 controls as they are; escaped, no terminal that shows the line acts on them.
-  writeLine(`${JSON.stringify(record).replace(/[\u007f-\u009f\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`)
+  // JSON leaves DEL, the C1 controls and the separators as they are; escaped, no terminal that shows the line acts on them.
+  writeLine(`${JSON.stringify(record).replace(CONTROL, jsonEscape)}\n`)
 })
 
 /** Replaces Effect's default logger and sets the minimum level. */

@@ -430,17 +430,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
    * backend closes (a backend that never does would hold the player until the read timeout, then send a second one).
    */
   private endAfterDisconnect(): void {
-    if (this.closing !== undefined) return
-    this.closing = "backend_closed"
-    this.up.drop()
-    this.down.flush()
-    this.detachBackend(this.link)
-    this.link.socket.on("error", ignore)
-    this.link.socket.destroy()
-    if (!this.player.destroyed && !this.player.writableEnded) this.player.end()
-    // Reading goes on (and is dropped) so the close is a FIN, not a reset that could lose the Disconnect.
-    if (this.playerPaused) this.resumePlayer()
-    this.linger()
+    this.sayAndClose(undefined, "backend_closed")
   }
 
   private answerModernForwarding(messageId: number, data: Buffer): void {
@@ -518,7 +508,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     this.sayAndClose(reason, "ended", typeof reason === "string" ? reason : plainText(reason))
   }
 
-  private sayAndClose(message: TextComponent, end: RelayEnd, detail?: string): void {
+  /** Ends both connections; `message` is the player's Disconnect, undefined when they have the backend's already. */
+  private sayAndClose(message: TextComponent | undefined, end: RelayEnd, detail?: string): void {
     if (this.closing !== undefined) return
     this.closing = end
     this.closingDetail = detail
@@ -529,7 +520,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     this.link.socket.destroy()
     const player = this.player
     if (!player.destroyed && !player.writableEnded) {
-      this.writeToPlayer(this.disconnectFrame(message))
+      if (message !== undefined) this.writeToPlayer(this.disconnectFrame(message))
       player.end()
     }
     // Reading goes on (and is dropped) so the close is a FIN, not a reset that could lose the message.
