@@ -10,7 +10,7 @@
  *
  * Every refusal after the encryption started is an encrypted login Disconnect. The answer's decoder (Schema) is
  * loaded with a dynamic import on the first client_only login; the HTTP call is Node's own http/https with a
- * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by a timeout that aborts it.
+ * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by a timer that destroys it.
  */
 import type * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -45,7 +45,7 @@ import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace
 import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
-import { getText } from "./sessionHttp.js"
+import { type Answer, getText } from "./sessionHttp.js"
 
 export const MOJANG_SESSION_SERVER = "https://sessionserver.mojang.com"
 
@@ -95,8 +95,14 @@ let keys: ServerKeyPair | undefined
 const serverKeys = (): ServerKeyPair => (keys ??= generateServerKeyPair())
 
 type ProfileModule = typeof import("./sessionProfile.js")
-let profileModule: Promise<ProfileModule> | undefined
-const loadProfileDecoder = (): Effect.Effect<ProfileModule> => Effect.promise(() => (profileModule ??= import("./sessionProfile.js")))
+let profileModule: ProfileModule | undefined
+let loadingProfileModule: Promise<ProfileModule> | undefined
+/** Runs `use` with the decoder module: at once once it is loaded, after its import on the first login. */
+const withProfileDecoder = <A, E>(use: (module: ProfileModule) => Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  if (profileModule !== undefined) return use(profileModule)
+  const load = Effect.promise(() => (loadingProfileModule ??= import("./sessionProfile.js").then((module) => (profileModule = module))))
+  return Effect.flatMap(load, use)
+}
 
 /** The session service's verdict. */
 type HasJoined =
@@ -119,20 +125,24 @@ export const askHasJoined = (
   timeoutMs: number
 ): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
   const failed = (detail: string) => new SessionServiceUnavailable({ reason: `the session service at ${base} failed: ${detail}` })
-  // The bound is Effect's own timeout, whose interruption aborts the request's signal. Not AbortSignal.timeout inside
-  // AbortSignal.any: Node holds such a timeout signal weakly, and once collected it never fires (a login left waiting
-  // forever on a silent service).
-  const request = Effect.tryPromise({
-    try: (signal) => {
-      const url = new URL(`${base.replace(/\/+$/, "")}/session/minecraft/hasJoined?username=${encodeURIComponent(name)}&serverId=${encodeURIComponent(hash)}`)
-      return getText(url, signal)
-    },
-    catch: (error) => failed(describeRequestError(error))
-  }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => failed("no answer in time") }))
+  // One async step with the request's own timer (sessionHttp.ts): interrupting the login cancels the request.
+  const request = Effect.async<Answer, SessionServiceUnavailable>((resume) => {
+    let url: URL
+    try {
+      url = new URL(`${base.replace(/\/+$/, "")}/session/minecraft/hasJoined?username=${encodeURIComponent(name)}&serverId=${encodeURIComponent(hash)}`)
+    } catch (error) {
+      resume(Effect.fail(failed(describeRequestError(error))))
+      return
+    }
+    const cancel = getText(url, timeoutMs, (outcome) =>
+      resume(outcome._tag === "Answer" ? Effect.succeed(outcome.answer) : Effect.fail(failed(describeRequestError(outcome.error))))
+    )
+    return Effect.sync(cancel)
+  })
   return Effect.flatMap(request, ({ status, text }): Effect.Effect<HasJoined, SessionServiceUnavailable> => {
     if (status === 204 || status === 403) return Effect.succeed({ _tag: "NotJoined" })
     if (status !== 200) return Effect.fail(new SessionServiceUnavailable({ reason: `the session service at ${base} answered HTTP ${status}` }))
-    return Effect.flatMap(loadProfileDecoder(), ({ decodeSessionProfile }) => {
+    return withProfileDecoder(({ decodeSessionProfile }) => {
       const decoded = decodeSessionProfile(text)
       if (Either.isLeft(decoded)) {
         return Effect.fail(new SessionServiceUnavailable({ reason: `the session service at ${base} answered something that is not a profile: ${decoded.left}` }))

@@ -6,7 +6,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import { Effect, Either } from "effect"
+import { Effect, Either, Exit, Fiber } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { askHasJoined } from "../../../src/services/session/authentication.js"
 
@@ -55,5 +55,52 @@ describe("askHasJoined", () => {
     status = 500
     const failed = await Effect.runPromise(Effect.either(askHasJoined(base, "Steve", "hash", 2_000)))
     expect(Either.isLeft(failed) && failed.left.reason).toMatch(/answered HTTP 500/)
+  })
+})
+
+describe("askHasJoined, the request's life", () => {
+  it("an interrupted login cancels its request: the service sees the connection close, and nothing resumes later", async () => {
+    let closed = false
+    let asked!: () => void
+    const arrived = new Promise<void>((resolve) => (asked = resolve))
+    const server = http.createServer((request) => {
+      request.socket.on("close", () => (closed = true))
+      asked()
+    })
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const fiber = Effect.runFork(askHasJoined(base, "Steve", "hash", 2_000))
+    await arrived
+    const exit = await Effect.runPromise(Fiber.interrupt(fiber))
+    expect(Exit.isInterrupted(exit)).toBe(true)
+    for (let i = 0; i < 100 && !closed; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(closed).toBe(true)
+  })
+
+  it("an answer over 64 KiB, or no service at all, is an unavailable service with the reason", async () => {
+    const server = http.createServer((_request, response) => response.writeHead(200).end("x".repeat(70_000)))
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const big = await Effect.runPromise(Effect.either(askHasJoined(base, "Steve", "hash", 2_000)))
+    expect(Either.isLeft(big) && big.left.reason).toMatch(/failed: an answer of more than 65536 bytes/)
+    await new Promise((resolve) => server.close(resolve))
+    const gone = await Effect.runPromise(Effect.either(askHasJoined(base, "Steve", "hash", 2_000)))
+    expect(Either.isLeft(gone) && gone.left.reason).toMatch(/failed: .*ECONNREFUSED/)
+  })
+
+  it("a profile comes back decoded, with its properties", async () => {
+    const profile = { id: "0123456789abcdef0123456789abcdef", name: "Steve", properties: [{ name: "textures", value: "dGV4dHVyZXM=", signature: "c2ln" }] }
+    const server = http.createServer((_request, response) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(profile)))
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    for (let i = 0; i < 3; i++) {
+      expect(await Effect.runPromise(askHasJoined(base, "Steve", "hash", 2_000))).toEqual({
+        _tag: "Joined",
+        profile: { uuid: "01234567-89ab-cdef-0123-456789abcdef", name: "Steve", properties: profile.properties }
+      })
+    }
   })
 })
