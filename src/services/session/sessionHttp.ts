@@ -4,9 +4,10 @@
  * CPU against about 270 µs through `fetch` (undici), and a client_only login's budget is about 1 ms; undici is also
  * more memory for a data plane to load. The answer is bounded (a profile is a few KiB).
  *
- * Callbacks, not a promise with an AbortSignal: the bound is a plain timer held by the request, and cancelling
- * destroys the request. A login's authentication measured about a quarter cheaper this way than through an
- * AbortController per request and Effect's own timeout (which forks fibers to race a sleep).
+ * Callbacks, not a promise with an AbortSignal: the bound is a plain timer held by the request (never only by an
+ * object a collection could take), and cancelling destroys the request. A client_only login measured about 380 µs of
+ * CPU cheaper this way (1.3 ms to 0.93 ms on a 2.6 GHz Xeon) than through an AbortController per request and Effect's
+ * own timeout, which forks fibers to race a sleep.
  */
 import type * as Http from "node:http"
 
