@@ -4,6 +4,7 @@ import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { Balancer } from "../../src/services/Balancer.js"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -53,22 +54,23 @@ const statusOf = (portal: Awaited<ReturnType<typeof startPortal>>, serverId: str
   )
 
 describe("active health checks", () => {
-  it("tcp probes mark an address down when it stops accepting and up when it is back", async () => {
-    // On a loopback address of its own: while it is closed, no other test's listener can take its port.
+  it("tcp probes mark an address down when it stops accepting and up when it is back", { timeout: 45_000 }, async () => {
+    // On a loopback address of its own, on a port outside the kernel's ephemeral range: while it is closed, no other
+    // test's listener can take it. The waits allow for a loaded machine (the probes run every 200 ms).
     const host = "127.0.0.61"
-    const hole = await blackHole(0, host)
+    const hole = await blackHole(await freePort(host), host)
     const port = hole.port
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("tcp")}`, { "s.toml": `domains = ["s.example.com"]\naddresses = ["${host}:${port}"]` })
     const portal = await startPortal(dir.configFile)
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect((await statusOf(portal, "s"))[0]!.healthy).toBe(true)
     await hole.close()
-    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is down \(ECONNREFUSED\)/)
+    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is down \(ECONNREFUSED\)/, 15_000)
     expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
     // Every address down: the server shows its unreachable MOTD without trying the backend.
     expect(reasonText((await ping(portal.port, "s.example.com")).description)).toMatch(/cannot be reached/)
     await blackHole(port, host)
-    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is up again/)
+    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is up again/, 15_000)
   })
 
   it("status_ping probes see a backend that accepts but does not answer; logins go to the healthy address first", async () => {
