@@ -42,10 +42,15 @@ export type Outcome = { readonly _tag: "Answer"; readonly answer: Answer } | { r
 export const getText = (url: URL, timeoutMs: number, done: (outcome: Outcome) => void): (() => void) => {
   let request: Http.ClientRequest | undefined
   let finished = false
-  const finish = (outcome: Outcome): void => {
-    if (finished) return
+  /** Ends the GET once: false when it had already ended. */
+  const end = (): boolean => {
+    if (finished) return false
     finished = true
     clearTimeout(timer)
+    return true
+  }
+  const finish = (outcome: Outcome): void => {
+    if (!end()) return
     if (outcome._tag === "Failed") request?.destroy()
     done(outcome)
   }
@@ -70,9 +75,6 @@ export const getText = (url: URL, timeoutMs: number, done: (outcome: Outcome) =>
   if (clients !== undefined) send(clients)
   else loadClients().then(send, (error: unknown) => finish({ _tag: "Failed", error: error instanceof Error ? error : new Error(String(error)) }))
   return () => {
-    if (finished) return
-    finished = true
-    clearTimeout(timer)
-    request?.destroy()
+    if (end()) request?.destroy()
   }
 }

@@ -59,7 +59,7 @@ describe("askHasJoined", () => {
 })
 
 describe("askHasJoined, the request's life", () => {
-  it("an interrupted login cancels its request: the service sees the connection close, and nothing resumes later", async () => {
+  it("an interrupted login cancels its request: the fiber ends interrupted and the service sees the connection close", async () => {
     let closed = false
     let asked!: () => void
     const arrived = new Promise<void>((resolve) => (asked = resolve))
