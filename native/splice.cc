@@ -35,6 +35,8 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "cfb8.h"
+
 #include <fcntl.h>
 #include <malloc.h>
 #include <arpa/inet.h>
@@ -1328,6 +1330,9 @@ NAPI_MODULE_INIT() {
       {"getReusePort", nullptr, GetReusePort, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"localPort", nullptr, LocalPort, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"limitMallocArenas", nullptr, LimitMallocArenas, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"cfb8Init", nullptr, Cfb8Init, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"cfb8Encrypt", nullptr, Cfb8Encrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"cfb8Decrypt", nullptr, Cfb8Decrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

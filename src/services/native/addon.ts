@@ -1,6 +1,7 @@
 /**
- * The portal_splice addon (native/splice.cc, built at install by node-gyp): the zero_copy relay and the TCP keepalive
- * parameters Node cannot set. Loaded once, on first use; Linux only.
+ * The portal_splice addon (native/splice.cc, built at install by node-gyp): the zero_copy relay, the TCP keepalive
+ * parameters Node cannot set, and AES-CFB8 with the CPU's AES instructions (native/cfb8.cc). Loaded once, on first
+ * use; Linux only.
  */
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -72,6 +73,15 @@ export interface NativeAddon {
   getReusePort(fd: number): boolean
   /** The port a socket is bound to. */
   localPort(fd: number): number
+  /**
+   * Fills an AES-128-CFB8 state (192 bytes: round keys, then the shift register) from a 16-byte key and IV; false
+   * where the CPU has no AES instructions (the other two calls then throw).
+   */
+  cfb8Init(state: Uint8Array, key: Uint8Array, iv: Uint8Array): boolean
+  /** The next input.length bytes of the stream into output (which may be input); the state moves on. */
+  cfb8Encrypt(state: Uint8Array, input: Uint8Array, output: Uint8Array): void
+  /** The same for received bytes; output must not overlap input. */
+  cfb8Decrypt(state: Uint8Array, input: Uint8Array, output: Uint8Array): void
 }
 
 export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }
