@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest"
 import {
   decryptSharedSecret,
   generateServerKeyPair,
+  newVerifyToken,
   rsaDecrypt,
   serverHash,
   verifySignedVerifyToken
@@ -114,5 +115,17 @@ describe("signed verify token (1.19-1.19.2)", () => {
     expect(verifySignedVerifyToken({ playerKeyDer, verifyToken: randomBytes(4), salt, signature })).toBe(false)
     expect(verifySignedVerifyToken({ playerKeyDer, verifyToken, salt: 41n, signature })).toBe(false)
     expect(verifySignedVerifyToken({ playerKeyDer: randomBytes(100), verifyToken, salt, signature })).toBe(false)
+  })
+})
+
+describe("verify tokens", () => {
+  it("are 4 bytes of their own each, drawn afresh across refills of the pool", () => {
+    const tokens = Array.from({ length: 3000 }, () => newVerifyToken())
+    expect(tokens.every((token) => token.length === 4)).toBe(true)
+    // 3,000 draws of 32 bits collide about once in a thousand runs; a pool handing bytes out twice would repeat many.
+    expect(new Set(tokens.map((token) => token.toString("hex"))).size).toBeGreaterThanOrEqual(2995)
+    const copy = Buffer.from(tokens[1]!)
+    tokens[0]!.fill(0xff)
+    expect(tokens[1]).toEqual(copy)
   })
 })
