@@ -234,6 +234,16 @@ export class FrameDecoder {
 
 /** Reads what follows the length prefix: the dataLength under compression, then the packet id if not compressed. */
 const parseFrame = (buffer: Buffer, start: number, end: number, contentStart: number, threshold: number): Frame | Invalid => {
+  // Nearly every relayed frame has a one-byte dataLength (0) and packet id: read without a result object per VarInt,
+  // which at a game's packet rate was most of what the relay allocated per frame.
+  if (contentStart + 1 < end) {
+    const first = buffer[contentStart]!
+    if (threshold < 0 && first < 0x80) return { _tag: "Frame", buffer, start, end, dataStart: contentStart, uncompressedLength: 0, packetId: first, bodyStart: contentStart + 1 }
+    const second = buffer[contentStart + 1]!
+    if (threshold >= 0 && first === 0 && second < 0x80) {
+      return { _tag: "Frame", buffer, start, end, dataStart: contentStart + 1, uncompressedLength: 0, packetId: second, bodyStart: contentStart + 2 }
+    }
+  }
   let dataStart = contentStart
   if (threshold >= 0) {
     const dataLength = readVarInt(buffer, contentStart, end)

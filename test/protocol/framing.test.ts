@@ -389,3 +389,20 @@ describe("against minecraft-protocol's framing and compression", () => {
     })
   }
 })
+
+describe("frames with one-byte VarInts (read without a result object)", () => {
+  it("give the packet id, data and body of the general reading, ids 0 to 300 and short bodies, with and without compression", () => {
+    for (const threshold of [-1, 256]) {
+      for (let id = 0; id <= 300; id++) {
+        for (const size of [0, 1, 2, 5]) {
+          const body = Buffer.alloc(size, 7)
+          const frame = readOneFrame(encodeFrame(id, body, threshold), threshold)
+          if (frame._tag !== "Frame") throw new Error(`id ${id}, ${size} bytes: ${frame._tag}`)
+          const idSize = id < 128 ? 1 : 2
+          expect([frame.packetId, frame.dataStart, frame.bodyStart, frame.uncompressedLength]).toEqual([id, threshold < 0 ? 1 : 2, (threshold < 0 ? 1 : 2) + idSize, 0])
+          expect(frame.buffer.subarray(frame.bodyStart, frame.end)).toEqual(body)
+        }
+      }
+    }
+  })
+})
