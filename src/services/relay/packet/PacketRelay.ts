@@ -229,7 +229,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
 
   private onPlayerFrame(frame: Frame): void {
     let id = frame.packetId
-    let body = frameBody(frame)
+    // The body is looked at only for plugin messages: no view of it for every other frame.
+    let body: Buffer | undefined
     if (id < 0) {
       // A compressed frame from the player is inflated once: its size claim is checked before the backend sees it.
       const packet = readPacket(frame)
@@ -249,7 +250,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
         if (id === ids.play.serverbound.configurationAcknowledged) this.serverboundState = "configuration"
         else if (id === ids.play.serverbound.pluginMessage && this.start.channel !== undefined) {
           // Only the proxy speaks on the BungeeCord channel: a player must not pose as it (BungeeCord drops these too).
-          const channel = pluginChannel(body!, this.protocolVersion)
+          const channel = pluginChannel(body ?? frameBody(frame)!, this.protocolVersion)
           if (channel !== undefined && isBungeeChannel(channel)) {
             this.start.log.debug(`dropped a ${channel} plugin message from the player`)
             return
