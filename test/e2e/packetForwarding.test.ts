@@ -336,4 +336,22 @@ describe("the legacy BungeeCord channel", () => {
     expect(JSON.parse(String(await kicked))).toEqual({ text: "", extra: [raw] })
     await portal.waitForLog(/Other .* left more .*ended: raw kick/)
   })
+
+  it("a player cannot pose as the proxy: its BungeeCord messages are dropped, its other channels pass", { timeout: 30_000 }, async () => {
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n[forwarding]\nmode = "legacy"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const player = connectClient(portal.port, { version: "1.20.4", username: "Poser", host: "off.example" })
+    expect((await player.joined)._tag).toBe("Joined")
+    await waitFor(() => backend.clients.has("Poser"), { what: "the player on the backend" })
+    const heard: Array<string> = []
+    backend.clients.get("Poser").on("custom_payload", (packet: { channel: string }) => heard.push(packet.channel))
+    player.raw.write("custom_payload", { channel: "bungeecord:main", data: utf("KickPlayer") })
+    player.raw.write("custom_payload", { channel: "portal:hello", data: Buffer.from([1, 2, 3]) })
+    await waitFor(() => (heard.includes("portal:hello") ? true : undefined), { what: "the player's own channel on the backend" })
+    await portal.waitForLog(/dropped a bungeecord:main plugin message from the player/)
+    expect(heard).toEqual(["portal:hello"])
+  })
 })
