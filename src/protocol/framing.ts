@@ -235,7 +235,7 @@ export class FrameDecoder {
 /** Reads what follows the length prefix: the dataLength under compression, then the packet id if not compressed. */
 const parseFrame = (buffer: Buffer, start: number, end: number, contentStart: number, threshold: number): Frame | Invalid => {
   // Nearly every relayed frame has a one-byte dataLength (0) and packet id: read without a result object per VarInt,
-  // which at a game's packet rate was most of what the relay allocated per frame.
+  // two of the few objects the relay makes per frame at a game's packet rate.
   if (contentStart + 1 < end) {
     const first = buffer[contentStart]!
     if (threshold < 0 && first < 0x80) return { _tag: "Frame", buffer, start, end, dataStart: contentStart, uncompressedLength: 0, packetId: first, bodyStart: contentStart + 1 }

@@ -94,7 +94,7 @@ const forget = (socket: Net.Socket): void => {
   const origin = idleOrigin.get(socket)
   if (origin === undefined) return
   idleOrigin.delete(socket)
-  const at = origin.idle.indexOf(socket)
+  const at = origin.idle.lastIndexOf(socket) // most often the last: connections are taken most recent first
   if (at >= 0) origin.idle.splice(at, 1)
   socket.off("close", onIdleGone).off("end", onIdleGone).off("error", onIdleGone).off("timeout", onIdleGone).off("data", onIdleGone)
   socket.setTimeout(0)
