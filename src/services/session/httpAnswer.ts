@@ -20,6 +20,19 @@ export type AnswerStep =
   | { readonly _tag: "Invalid"; readonly reason: string }
 
 const MORE: AnswerStep = { _tag: "More" }
+/** Lines end in CRLF; a bare LF is taken too, as Node's own parser and most clients take it. */
+const LINE_END = /\r?\n/
+
+/** Where the head ends: the index of the blank line's first byte and the length of the end, or undefined. */
+const headEnd = (bytes: Buffer): { readonly at: number; readonly size: number } | undefined => {
+  for (let from = 0; ; ) {
+    const lf = bytes.indexOf(10, from)
+    if (lf < 0) return undefined
+    if (bytes[lf + 1] === 10) return { at: lf > 0 && bytes[lf - 1] === 13 ? lf - 1 : lf, size: lf > 0 && bytes[lf - 1] === 13 ? 3 : 2 }
+    if (bytes[lf + 1] === 13 && bytes[lf + 2] === 10) return { at: lf > 0 && bytes[lf - 1] === 13 ? lf - 1 : lf, size: lf > 0 && bytes[lf - 1] === 13 ? 4 : 3 }
+    from = lf + 1
+  }
+}
 const invalid = (reason: string): AnswerStep => ({ _tag: "Invalid", reason })
 
 type Framing = { readonly _tag: "Length"; readonly length: number } | { readonly _tag: "Chunked" } | { readonly _tag: "UntilClose" }
@@ -38,7 +51,7 @@ const tokens = (value: string): Array<string> =>
     .filter((token) => token !== "")
 
 const parseHead = (text: string): Head | string => {
-  const lines = text.split("\r\n")
+  const lines = text.split(LINE_END)
   const statusLine = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0]!)
   if (statusLine === null) return `not an HTTP/1.x status line: ${JSON.stringify(lines[0]!.slice(0, 60))}`
   const minor = Number(statusLine[1])
@@ -114,12 +127,12 @@ export class AnswerReader {
   private advance(): AnswerStep {
     for (;;) {
       if (this.head === undefined) {
-        const at = this.pending.indexOf("\r\n\r\n")
-        if (at < 0) return this.pending.length > MAX_HEAD_BYTES ? invalid(`answer headers over ${MAX_HEAD_BYTES} bytes`) : MORE
-        if (at > MAX_HEAD_BYTES) return invalid(`answer headers over ${MAX_HEAD_BYTES} bytes`)
-        const head = parseHead(this.pending.toString("latin1", 0, at))
+        const end = headEnd(this.pending)
+        if (end === undefined) return this.pending.length > MAX_HEAD_BYTES ? invalid(`answer headers over ${MAX_HEAD_BYTES} bytes`) : MORE
+        if (end.at > MAX_HEAD_BYTES) return invalid(`answer headers over ${MAX_HEAD_BYTES} bytes`)
+        const head = parseHead(this.pending.toString("latin1", 0, end.at))
         if (typeof head === "string") return invalid(head)
-        this.pending = this.pending.subarray(at + 4)
+        this.pending = this.pending.subarray(end.at + end.size)
         if (head.status >= 100 && head.status < 200) {
           if (head.status === 101) return invalid("the service switched protocols")
           continue // an interim answer; the real one follows
@@ -164,10 +177,10 @@ export class AnswerReader {
         if (this.chunkLeft === 0) this.chunkLeft = -3 // the CRLF after the data
         continue
       }
-      const line = this.pending.indexOf("\r\n")
+      const line = this.pending.indexOf(10)
       if (line < 0) return this.pending.length > MAX_CHUNK_LINE_BYTES ? invalid("a chunk line too long") : undefined
-      const text = this.pending.toString("latin1", 0, line)
-      this.pending = this.pending.subarray(line + 2)
+      const text = this.pending.toString("latin1", 0, line > 0 && this.pending[line - 1] === 13 ? line - 1 : line)
+      this.pending = this.pending.subarray(line + 1)
       if (this.chunkLeft === -3) {
         if (text !== "") return invalid("chunk data longer than its size")
         this.chunkLeft = -1

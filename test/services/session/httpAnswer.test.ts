@@ -42,6 +42,13 @@ describe("AnswerReader", () => {
     expect(done(read(`HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabcdef`, 0, true))).toEqual({ status: 200, body: "abcdef", reusable: false })
   })
 
+  it("takes lines that end in a bare LF, as Node's own parser does", () => {
+    const bare = withLength.replace(/\r\n/g, "\n")
+    for (const piece of [0, 1]) expect(done(read(bare, piece))).toEqual({ status: 200, body: profile, reusable: true })
+    const mixed = "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\r\n\n2\nok\r\n0\n\r\n"
+    for (const piece of [0, 1]) expect(done(read(mixed, piece))).toEqual({ status: 200, body: "ok", reusable: true })
+  })
+
   it("has no body for 204 and 304, and skips interim 1xx answers", () => {
     expect(done(read("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n"))).toEqual({ status: 204, body: "", reusable: true })
     expect(done(read("HTTP/1.1 304 Not Modified\r\n\r\n"))).toEqual({ status: 304, body: "", reusable: true })
