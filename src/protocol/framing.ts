@@ -212,7 +212,9 @@ export class FrameDecoder {
     this.head++
     this.offset = 0
     if (this.head === this.chunks.length) {
-      this.chunks.length = 0
+      // Emptied by popping: `length = 0` gives up the array's storage, and the next push, once per read in each
+      // direction, would allocate it again.
+      while (this.chunks.length > 0) this.chunks.pop()
       this.head = 0
     } else if (this.head >= 64) {
       this.chunks = this.chunks.slice(this.head)
