@@ -9,8 +9,8 @@
  * authenticated player.
  *
  * Every refusal after the encryption started is an encrypted login Disconnect. The answer's decoder (Schema) is
- * loaded with a dynamic import on the first client_only login; the HTTP call is Node's own http/https with a
- * keep-alive agent (session/sessionHttp.ts says why not fetch), bounded by a timer that destroys it.
+ * loaded with a dynamic import on the first client_only login; the HTTP call goes over Portal's own kept-alive
+ * HTTP/1.1 connections (session/sessionHttp.ts says why not Node's http or fetch), bounded by a timer that closes it.
  */
 import type * as Clock from "effect/Clock"
 import * as Data from "effect/Data"

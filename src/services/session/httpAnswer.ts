@@ -23,17 +23,19 @@ const MORE: AnswerStep = { _tag: "More" }
 /** Lines end in CRLF; a bare LF is taken too, as Node's own parser and most clients take it. */
 const LINE_END = /\r?\n/
 
-/** Where the head ends: the index of the blank line's first byte and the length of the end, or undefined. */
-const headEnd = (bytes: Buffer): { readonly at: number; readonly size: number } | undefined => {
+const invalid = (reason: string): AnswerStep => ({ _tag: "Invalid", reason })
+
+/** Where the head ends: the index where its last line's end begins, and where the body begins; or undefined. */
+const headEnd = (bytes: Buffer): { readonly at: number; readonly body: number } | undefined => {
   for (let from = 0; ; ) {
     const lf = bytes.indexOf(10, from)
     if (lf < 0) return undefined
-    if (bytes[lf + 1] === 10) return { at: lf > 0 && bytes[lf - 1] === 13 ? lf - 1 : lf, size: lf > 0 && bytes[lf - 1] === 13 ? 3 : 2 }
-    if (bytes[lf + 1] === 13 && bytes[lf + 2] === 10) return { at: lf > 0 && bytes[lf - 1] === 13 ? lf - 1 : lf, size: lf > 0 && bytes[lf - 1] === 13 ? 4 : 3 }
+    // The blank line that follows: LF, or CR LF.
+    const blank = bytes[lf + 1] === 10 ? 1 : bytes[lf + 1] === 13 && bytes[lf + 2] === 10 ? 2 : 0
+    if (blank > 0) return { at: lf > 0 && bytes[lf - 1] === 13 ? lf - 1 : lf, body: lf + 1 + blank }
     from = lf + 1
   }
 }
-const invalid = (reason: string): AnswerStep => ({ _tag: "Invalid", reason })
 
 type Framing = { readonly _tag: "Length"; readonly length: number } | { readonly _tag: "Chunked" } | { readonly _tag: "UntilClose" }
 
@@ -99,7 +101,10 @@ export class AnswerReader {
   private head: Head | undefined
   private readonly parts: Array<Buffer> = []
   private bodyBytes = 0
-  /** Chunked bodies: bytes of data left in the current chunk, or -1 between chunks, or -2 in the trailers. */
+  /**
+   * Chunked bodies: bytes of data left in the current chunk; -3 before the line end that follows a chunk's data, -1
+   * before a chunk size, -2 in the trailers.
+   */
   private chunkLeft = -1
   private finished = false
 
@@ -132,7 +137,7 @@ export class AnswerReader {
         if (end.at > MAX_HEAD_BYTES) return invalid(`answer headers over ${MAX_HEAD_BYTES} bytes`)
         const head = parseHead(this.pending.toString("latin1", 0, end.at))
         if (typeof head === "string") return invalid(head)
-        this.pending = this.pending.subarray(end.at + end.size)
+        this.pending = this.pending.subarray(end.body)
         if (head.status >= 100 && head.status < 200) {
           if (head.status === 101) return invalid("the service switched protocols")
           continue // an interim answer; the real one follows

@@ -13,7 +13,7 @@
  */
 import type * as Net from "node:net"
 import type * as Tls from "node:tls"
-import { AnswerReader } from "./httpAnswer.js"
+import { AnswerReader, type AnswerStep } from "./httpAnswer.js"
 
 const MAX_ANSWER_BYTES = 65_536
 /** Idle connections kept per origin, and how long one may idle (below the usual servers' keep-alive timeouts). */
@@ -40,7 +40,6 @@ export type Outcome = { readonly _tag: "Answer"; readonly answer: Answer } | { r
 
 /** Where requests go: one per distinct scheme, host and port. */
 interface Origin {
-  readonly key: string
   readonly secure: boolean
   /** For connect(): without IPv6 brackets. */
   readonly host: string
@@ -60,7 +59,7 @@ const originOf = (url: URL): Origin => {
   let origin = origins.get(key)
   if (origin === undefined) {
     const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
-    origin = { key, secure, host, port: url.port === "" ? (secure ? 443 : 80) : Number(url.port), hostHeader: url.host, idle: [], tlsSession: undefined }
+    origin = { secure, host, port: url.port === "" ? (secure ? 443 : 80) : Number(url.port), hostHeader: url.host, idle: [], tlsSession: undefined }
     origins.set(key, origin)
   }
   return origin
@@ -153,7 +152,7 @@ export const getText = (url: URL, timeoutMs: number, done: (outcome: Outcome) =>
     const detach = (): void => {
       connection.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose)
     }
-    const settle = (step: ReturnType<AnswerReader["push"]>): void => {
+    const settle = (step: AnswerStep): void => {
       if (step._tag === "More") return
       detach()
       if (step._tag === "Invalid") return fail(new Error(step.reason))
