@@ -411,7 +411,7 @@ const main = async () => {
     }
     if (only.includes("flood") && chosen.includes("passthrough")) {
       await onCoresLayout(async () => {
-        for (const workers of manyWorkers >= 2 ? [1, 2] : [1]) {
+        for (const workers of process.env.BENCH_FLOOD_WORKERS ? [Number(process.env.BENCH_FLOOD_WORKERS)] : manyWorkers >= 2 ? [1, 2] : [1]) {
           const target = await workersPortal(workers, {
             globals: "receive_proxy_protocol = true\n",
             tables: "\n[rate_limit]\nenabled = true\n",

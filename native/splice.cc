@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include "cfb8.h"
+#include "heapMode.h"
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -1333,6 +1334,7 @@ NAPI_MODULE_INIT() {
       {"cfb8Init", nullptr, Cfb8Init, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cfb8Encrypt", nullptr, Cfb8Encrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cfb8Decrypt", nullptr, Cfb8Decrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"memorySaving", nullptr, MemorySaving, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

@@ -10,15 +10,14 @@ import * as Effect from "effect/Effect"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
 import { type Link, LiveList } from "./collections/LiveList.js"
-import type { IpTable } from "./shared/IpTable.js"
+import type { HandshakeHold, IpTable } from "./shared/IpTable.js"
 import { SharedMemory } from "./SharedMemory.js"
+import { type FloodMemory, threadFloodMemory } from "./runtime/floodMemory.js"
 
 /** Handshakes one address may have in progress at once. */
 export const MAX_PENDING_HANDSHAKES_PER_IP = 8
 /** Handshakes in progress at once, all addresses together. */
 export const MAX_PENDING_HANDSHAKES = 1024
-/** Connections that give way for one newcomer at most (another thread can take a place given back first). */
-const GIVE_WAY_TRIES = 4
 /**
  * A handshake's place under the flood bound. A connection holds it from its PROXY header to its Login Start (or to
  * the end of its status exchange).
@@ -40,41 +39,43 @@ export interface RateLimiterDataPlane {
   readonly allow: (kind: "login" | "status", ip: string, nowMs: number, global: GlobalConfig) => boolean
   /**
    * Takes a handshake place for `ip`; undefined when the address has too many handshakes in progress. When the proxy
-   * as a whole has, the connection of this thread that has waited longest for its client gives way: its place is
-   * released and its `evict` runs (it closes the connection); with none waiting, the newcomer is refused.
+   * as a whole has, the connection of this thread that has waited longest for its client gives way: its place passes
+   * to the newcomer and its `evict` runs (it closes the connection); with none waiting, the newcomer is refused.
    */
   readonly enterHandshake: (ip: string, evict: () => void) => HandshakePlace | undefined
 }
 
 /** A place, and its link in the thread's waiting list while its connection waits. */
 class Place implements HandshakePlace {
-  private link: Link<() => void> | undefined = undefined
-  private done = false
+  private link: Link<Place> | undefined = undefined
 
   constructor(
-    private readonly waitingList: LiveList<() => void>,
-    private readonly taken: () => void,
+    private readonly waitingList: LiveList<Place>,
+    private readonly hold: HandshakeHold,
     private readonly evict: () => void
   ) {}
 
-  /** Called by the waiting list when this place gives way (its link is already out of the list). */
-  private readonly giveWay = (): void => {
-    this.link = undefined
-    this.done = true
-    this.taken()
+  /**
+   * Gives way to a newcomer from `ip`: the place passes to it in the table (no other thread can take it in between)
+   * and this connection is closed. The newcomer's hold; undefined when the table would not pass it (this place then
+   * stays, still waiting).
+   */
+  giveWayTo(table: IpTable, ip: string): HandshakeHold | undefined {
+    const passed = table.handOver(this.hold, ip, MAX_PENDING_HANDSHAKES_PER_IP)
+    if (passed === undefined) return undefined
+    this.waiting(false)
     this.evict()
+    return passed
   }
 
   readonly release = (): void => {
-    this.done = true
-    if (this.link !== undefined) this.waitingList.remove(this.link)
-    this.link = undefined
-    this.taken()
+    this.waiting(false)
+    this.hold.release()
   }
 
   readonly waiting = (waiting: boolean): void => {
     if (waiting) {
-      if (!this.done && this.link === undefined) this.link = this.waitingList.add(this.giveWay)
+      if (!this.hold.ended && this.link === undefined) this.link = this.waitingList.add(this)
     } else if (this.link !== undefined) {
       this.waitingList.remove(this.link)
       this.link = undefined
@@ -86,8 +87,8 @@ class Place implements HandshakePlace {
  * The data plane over the shared per-IP table: the same decisions on every thread (services/shared/IpTable.ts).
  * Each thread keeps its own connections waiting for their clients, longest waiting first.
  */
-export const rateLimiterDataPlane = (table: IpTable): RateLimiterDataPlane => {
-  const waitingList = new LiveList<() => void>()
+export const rateLimiterDataPlane = (table: IpTable, floodMemory: FloodMemory = threadFloodMemory()): RateLimiterDataPlane => {
+  const waitingList = new LiveList<Place>()
   return {
     allow: (kind, ip, nowMs, global) => {
       const { rate_limit } = global
@@ -97,16 +98,13 @@ export const rateLimiterDataPlane = (table: IpTable): RateLimiterDataPlane => {
         : table.hit("status", ip, nowMs, rate_limit.status_max, Duration.toMillis(rate_limit.status_window))
     },
     enterHandshake: (ip, evict) => {
-      let release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-      // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way. With
-      // worker threads another thread may take the place given back first, so this goes on, a few times at most.
-      for (let tries = 0; release === undefined && table.lastRefusal === "full" && tries < GIVE_WAY_TRIES; tries++) {
-        const giveWay = waitingList.shift()
-        if (giveWay === undefined) break
-        giveWay()
-        release = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-      }
-      return release === undefined ? undefined : new Place(waitingList, release, evict)
+      const hold = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
+      if (hold !== undefined) return new Place(waitingList, hold, evict)
+      // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way.
+      if (table.lastRefusal !== "full") return undefined
+      floodMemory.flooded()
+      const passed = waitingList.oldest()?.giveWayTo(table, ip)
+      return passed === undefined ? undefined : new Place(waitingList, passed, evict)
     }
   }
 }

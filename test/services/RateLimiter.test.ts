@@ -33,6 +33,9 @@ const attempt = (limiter: RateLimiter, kind: "login" | "status", ip: string) =>
     return limiter.dataPlane.allow(kind, ip, now, global)
   })
 
+/** A flood memory that does nothing, so that filling the bound here leaves the test thread's heap alone. */
+const noFloodMemory = { flooded: () => {}, saving: () => false }
+
 describe("RateLimiter", () => {
   it.scoped("is off unless enabled", () =>
     Effect.gen(function* () {
@@ -128,23 +131,50 @@ describe("RateLimiter", () => {
 })
 
 describe("RateLimiter with worker threads", () => {
-  it("a newcomer on one thread is still let in when another thread takes the place that gave way for it", () => {
+  it("a place that gives way passes to the newcomer: another thread cannot take it first", () => {
     const control = createSharedState({ workers: 2 })
-    const first = rateLimiterDataPlane(attachSharedState(control.buffers, 0).ipTable)
-    const second = rateLimiterDataPlane(attachSharedState(control.buffers, 1).ipTable)
+    const first = rateLimiterDataPlane(attachSharedState(control.buffers, 0).ipTable, noFloodMemory)
+    const second = rateLimiterDataPlane(attachSharedState(control.buffers, 1).ipTable, noFloodMemory)
     const evicted: Array<number> = []
+    const refusedOnTheOther: Array<boolean> = []
     // Every place taken on the first thread, every connection waiting for its client. When the longest waiting gives
-    // way, the second thread takes the place it gave back before the newcomer can (as a concurrent thread may).
+    // way, the second thread tries for a place at once (as a concurrent thread may): there is none to take.
     const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
       first.enterHandshake(`10.3.${i >> 3}.1`, () => {
         evicted.push(i)
-        if (i === 0) expect(second.enterHandshake("198.51.100.1", () => {})).toBeDefined()
+        refusedOnTheOther.push(second.enterHandshake("198.51.100.1", () => {}) === undefined)
       })
     )
     places.forEach((place) => place!.waiting(true))
-    expect(first.enterHandshake("192.0.2.9", () => {})).toBeDefined()
-    expect(evicted).toEqual([0, 1])
+    const newcomer = first.enterHandshake("192.0.2.9", () => {})
+    expect(newcomer).toBeDefined()
+    expect(evicted).toEqual([0])
+    expect(refusedOnTheOther).toEqual([true])
     expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES)
+    expect(control.ipTable.lookup("192.0.2.9")?.pending).toBe(1)
+    // The evicted connection's own release, when it closes, gives nothing back; the newcomer's does.
+    places[0]!.release()
+    expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES)
+    newcomer!.release()
+    expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES - 1)
+    expect(second.enterHandshake("198.51.100.1", () => {})).toBeDefined()
+  })
+})
+
+describe("RateLimiter and the flood's memory", () => {
+  it("tells the thread's flood memory when every place is taken, not when one address is at its own bound", () => {
+    const control = createSharedState({ workers: 1 })
+    let floods = 0
+    const plane = rateLimiterDataPlane(attachSharedState(control.buffers, 0).ipTable, { flooded: () => floods++, saving: () => floods > 0 })
+    const places = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP }, () => plane.enterHandshake("10.4.0.1", () => {}))
+    expect(places.every((place) => place !== undefined)).toBe(true)
+    expect(plane.enterHandshake("10.4.0.1", () => {})).toBeUndefined()
+    expect(floods).toBe(0)
+    for (let i = MAX_PENDING_HANDSHAKES_PER_IP; i < MAX_PENDING_HANDSHAKES; i++) expect(plane.enterHandshake(`10.5.${i >> 3}.1`, () => {})).toBeDefined()
+    expect(floods).toBe(0)
+    // Every place taken and nobody waiting for a client: refused, and a flood.
+    expect(plane.enterHandshake("192.0.2.10", () => {})).toBeUndefined()
+    expect(floods).toBe(1)
   })
 })
 

@@ -15,14 +15,14 @@ export interface Link<T extends NonNullable<unknown>> {
 }
 
 export class LiveList<T extends NonNullable<unknown>> {
-  private oldest: Link<T> | undefined
+  private first: Link<T> | undefined
   private newest: Link<T> | undefined
   private count = 0
 
   /** Adds a member as the newest; the link removes it. */
   add(value: T): Link<T> {
     const link: Link<T> = { value, older: this.newest, newer: undefined }
-    if (this.newest === undefined) this.oldest = link
+    if (this.newest === undefined) this.first = link
     else this.newest.newer = link
     this.newest = link
     this.count++
@@ -33,7 +33,7 @@ export class LiveList<T extends NonNullable<unknown>> {
   remove(link: Link<T>): void {
     if (link.value === undefined) return
     link.value = undefined
-    if (link.older === undefined) this.oldest = link.newer
+    if (link.older === undefined) this.first = link.newer
     else link.older.newer = link.newer
     if (link.newer === undefined) this.newest = link.older
     else link.newer.older = link.older
@@ -43,17 +43,22 @@ export class LiveList<T extends NonNullable<unknown>> {
 
   /** Removes the oldest member and returns it; undefined when there is none. */
   shift(): T | undefined {
-    const link = this.oldest
+    const link = this.first
     if (link === undefined) return undefined
     const value = link.value
     this.remove(link)
     return value
   }
 
+  /** The oldest member, left in the list; undefined when there is none. */
+  oldest(): T | undefined {
+    return this.first?.value
+  }
+
   /** The members, oldest first (a copy: removing members while going through it is safe). */
   values(): Array<T> {
     const values: Array<T> = []
-    for (let link = this.oldest; link !== undefined; link = link.newer) values.push(link.value!)
+    for (let link = this.first; link !== undefined; link = link.newer) values.push(link.value!)
     return values
   }
 

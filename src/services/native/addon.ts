@@ -82,6 +82,8 @@ export interface NativeAddon {
   cfb8Encrypt(state: Uint8Array, input: Uint8Array, output: Uint8Array): void
   /** The same for received bytes; output must not overlap input. */
   cfb8Decrypt(state: Uint8Array, input: Uint8Array, output: Uint8Array): void
+  /** V8's memory-saving mode on or off for the calling thread's heap (native/heapMode.cc). */
+  memorySaving(on: boolean): void
 }
 
 export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }
@@ -133,4 +135,10 @@ export const directSender = (): DirectSend | undefined => {
 export const limitMallocArenas = (count: number): boolean => {
   const loaded = loadNativeAddon()
   return "addon" in loaded && typeof loaded.addon.limitMallocArenas === "function" && loaded.addon.limitMallocArenas(count)
+}
+
+/** The addon's switch for V8's memory-saving mode on the calling thread, or undefined without it. */
+export const memorySavingSwitch = (): ((on: boolean) => void) | undefined => {
+  const loaded = loadNativeAddon()
+  return "addon" in loaded && typeof loaded.addon.memorySaving === "function" ? loaded.addon.memorySaving : undefined
 }

@@ -21,7 +21,6 @@
 import { CHUNK_TIMES, float64View, int32View, IP_SLOT_WORDS, type SharedBuffers } from "./layout.js"
 import { addressKey } from "./ipKey.js"
 import { forceUnlock as forceUnlockWord, lock, lockWithin, unlock } from "./lock.js"
-import type { Release } from "./places.js"
 
 export type RateKind = "login" | "status"
 
@@ -82,6 +81,27 @@ export const seedIpTable = (buffers: SharedBuffers): void => {
   Atomics.store(header, SEED, (Math.random() * 0x100000000) | 0 || 1)
 }
 
+/**
+ * A handshake place this thread holds, at a position of its ledger: given back once with `release`, or passed on to
+ * another address with `IpTable.handOver`.
+ */
+export class HandshakeHold {
+  /** Given back, or passed on: either way no longer this hold's. */
+  ended = false
+
+  constructor(
+    private readonly leave: (position: number) => void,
+    readonly position: number
+  ) {}
+
+  /** Gives the place back; again, or after it was passed on, does nothing. */
+  release(): void {
+    if (this.ended) return
+    this.ended = true
+    this.leave(this.position)
+  }
+}
+
 export class IpTable {
   /**
    * Why this thread's last `enterHandshake` was refused: "full" when every place was taken (or this thread's ledger
@@ -130,7 +150,10 @@ export class IpTable {
     this.ledgerBase = worker * layout.handshakesPerWorker
     this.ledgerSize = layout.handshakesPerWorker
     this.ledgerFree = new Int32Array(layout.handshakesPerWorker)
+    this.leaveAt = (position) => this.leave(position)
   }
+
+  private readonly leaveAt: (position: number) => void
 
   /**
    * Counts an event of `kind` from `ip` at `nowMs`: true when fewer than `limit` allowed events of that kind
@@ -159,43 +182,78 @@ export class IpTable {
   }
 
   /**
-   * Takes a handshake place for `ip` until the returned release is called (idempotent): undefined when the address
-   * has `perIp` in progress, the proxy `total`, or this thread's ledger is full (`lastRefusal` says which).
+   * Takes a handshake place for `ip` until the hold is released: undefined when the address has `perIp` in progress,
+   * the proxy `total`, or this thread's ledger is full (`lastRefusal` says which).
    */
-  enterHandshake(ip: string, perIp: number, total: number): Release | undefined {
+  enterHandshake(ip: string, perIp: number, total: number): HandshakeHold | undefined {
     const bucket = this.keyOf(ip)
     const header = this.header
-    const slots = this.slots
     let position: number
     lock(header, LOCK, this.holder)
     try {
       // The address's own bound first: an address at its bound is refused whether or not places are free.
-      let slot = this.find(bucket)
       this.lastRefusal = "address"
-      if (slot !== 0 && slots[slot * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
+      const found = this.find(bucket)
+      if (found !== 0 && this.slots[found * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
       this.lastRefusal = "full"
       if (header[PENDING_TOTAL]! >= total || (this.ledgerFreeTop === 0 && this.ledgerBump === this.ledgerSize)) return undefined
       this.lastRefusal = "address"
-      if (slot === 0) {
-        if (perIp <= 0) return undefined
-        slot = this.insert(bucket)
-        if (slot === 0) return undefined
-      }
-      const base = slot * IP_SLOT_WORDS
-      if (slots[base + PENDING]! === 0 && (slots[base + FLAGS]! & IN_LRU) !== 0) this.unlinkLru(slot)
-      slots[base + PENDING]! += 1
+      const slot = this.pendingSlot(found, bucket, perIp)
+      if (slot === 0) return undefined
       header[PENDING_TOTAL]! += 1
       position = this.ledgerFreeTop > 0 ? this.ledgerFree[--this.ledgerFreeTop]! : this.ledgerBump++
       this.ledger[this.ledgerBase + position] = slot
     } finally {
       unlock(header, LOCK)
     }
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      this.leave(position)
+    return new HandshakeHold(this.leaveAt, position)
+  }
+
+  /**
+   * Passes a place this thread holds to `ip`, in one hold of the lock: the total stays as it was, and no other thread
+   * can take the place in between (as it could if `from` were released and `ip` then entered). The new hold, and
+   * `from` ended; undefined when `ip` has `perIp` in progress or the table has no room for it, or `from` has ended
+   * (it then stays as it was).
+   */
+  handOver(from: HandshakeHold, ip: string, perIp: number): HandshakeHold | undefined {
+    if (from.ended) return undefined
+    const bucket = this.keyOf(ip)
+    const at = this.ledgerBase + from.position
+    lock(this.header, LOCK, this.holder)
+    try {
+      const previous = this.ledger[at]!
+      // 0 when releaseWorker gave the place back already: there is nothing to pass on.
+      if (previous === 0) return undefined
+      const found = this.find(bucket)
+      if (found !== 0 && this.slots[found * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
+      // The previous address still has a handshake in progress here, so finding room for the new one never forgets it.
+      const slot = this.pendingSlot(found, bucket, perIp)
+      if (slot === 0) return undefined
+      this.ledger[at] = slot
+      Atomics.store(this.header, PENDING_TOTAL, this.header[PENDING_TOTAL]! + 1)
+      this.dropPending(previous)
+    } finally {
+      unlock(this.header, LOCK)
     }
+    from.ended = true
+    return new HandshakeHold(this.leaveAt, from.position)
+  }
+
+  /**
+   * The slot of the address at `bucket` (`found`, or a new one) with one more handshake in progress, out of the LRU
+   * list; 0 when the table has no room for it. Under the lock.
+   */
+  private pendingSlot(found: number, bucket: number, perIp: number): number {
+    let slot = found
+    if (slot === 0) {
+      if (perIp <= 0) return 0
+      slot = this.insert(bucket)
+      if (slot === 0) return 0
+    }
+    const base = slot * IP_SLOT_WORDS
+    if (this.slots[base + PENDING]! === 0 && (this.slots[base + FLAGS]! & IN_LRU) !== 0) this.unlinkLru(slot)
+    this.slots[base + PENDING]! += 1
+    return slot
   }
 
   /**

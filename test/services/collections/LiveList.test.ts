@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { LiveList } from "../../../src/services/collections/LiveList.js"
 
 describe("LiveList", () => {
-  it("keeps members in the order they came, removes any of them through its link, and shifts the oldest", () => {
+  it("keeps members in the order they came, removes any of them through its link, and shifts or reads the oldest", () => {
     const list = new LiveList<string>()
     const a = list.add("a")
     list.add("b")
@@ -13,12 +13,15 @@ describe("LiveList", () => {
     list.remove(c) // again: nothing
     expect(list.values()).toEqual(["a", "b", "d"])
     expect(list.size).toBe(3)
+    expect(list.oldest()).toBe("a")
+    expect(list.size).toBe(3)
     expect(list.shift()).toBe("a")
     list.remove(a) // shifted already: nothing
     expect(list.values()).toEqual(["b", "d"])
     expect(list.shift()).toBe("b")
     expect(list.shift()).toBe("d")
     expect(list.shift()).toBeUndefined()
+    expect(list.oldest()).toBeUndefined()
     expect(list.size).toBe(0)
     list.add("e")
     expect(list.values()).toEqual(["e"])

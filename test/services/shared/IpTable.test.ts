@@ -125,7 +125,7 @@ describe("IpTable eviction", () => {
     for (let i = 2; i < 50; i++) expect(ipTable.hit("login", `10.0.0.${i}`, 0, 5, 1000)).toBe(true)
     expect(ipTable.lookup("10.0.0.1")).toEqual({ pending: 1, logins: 1, statuses: 0 })
     // Once its handshake ended it is the most recent address, then the least recent after one more.
-    release()
+    release.release()
     ipTable.hit("login", "10.0.0.60", 0, 5, 1000)
     expect(ipTable.lookup("10.0.0.1")).toBeDefined()
     ipTable.hit("login", "10.0.0.61", 0, 5, 1000)
@@ -152,8 +152,8 @@ describe("IpTable handshakes", () => {
     expect(others.every((r) => r !== undefined)).toBe(true)
     expect(ipTable.enterHandshake("10.0.0.4", 3, 5)).toBeUndefined()
     expect(ipTable.stats().pendingTotal).toBe(5)
-    mine[0]!()
-    mine[0]!()
+    mine[0]!.release()
+    mine[0]!.release()
     expect(ipTable.stats().pendingTotal).toBe(4)
     expect(ipTable.lookup("10.0.0.1")?.pending).toBe(2)
     expect(ipTable.enterHandshake("10.0.0.4", 3, 5)).toBeDefined()
@@ -165,8 +165,8 @@ describe("IpTable handshakes", () => {
     const a = ipTable.enterHandshake("10.0.0.1", 8, 1024)!
     const b = ipTable.enterHandshake("10.0.0.2", 8, 1024)!
     ipTable.hit("status", "10.0.0.2", 0, 5, 1000)
-    a()
-    b()
+    a.release()
+    b.release()
     expect(ipTable.lookup("10.0.0.1")).toBeUndefined()
     expect(ipTable.lookup("10.0.0.2")).toEqual({ pending: 0, logins: 0, statuses: 1 })
     expect(ipTable.stats()).toEqual({ addresses: 1, storedEvents: 1, pendingTotal: 0 })
@@ -177,7 +177,7 @@ describe("IpTable handshakes", () => {
     const a = ipTable.enterHandshake("10.0.0.1", 8, 1024)!
     expect(ipTable.enterHandshake("10.0.0.2", 8, 1024)).toBeDefined()
     expect(ipTable.enterHandshake("10.0.0.3", 8, 1024)).toBeUndefined()
-    a()
+    a.release()
     expect(ipTable.enterHandshake("10.0.0.3", 8, 1024)).toBeDefined()
   })
 
@@ -192,14 +192,47 @@ describe("IpTable handshakes", () => {
     expect(control.ipTable.releaseWorker(0)).toBe(3)
     expect(control.ipTable.stats()).toEqual({ addresses: 1, storedEvents: 0, pendingTotal: 1 })
     expect(control.ipTable.lookup("10.0.0.1")?.pending).toBe(1)
-    for (const release of held0) release()
+    for (const hold of held0) hold.release()
     expect(control.ipTable.stats().pendingTotal).toBe(1)
-    held1()
+    held1.release()
     expect(control.ipTable.stats()).toEqual({ addresses: 0, storedEvents: 0, pendingTotal: 0 })
     // A replacement worker with the same index starts from an empty ledger.
     const replacement = attachSharedState(control.buffers, 0)
     expect(replacement.ipTable.enterHandshake("10.0.0.1", 8, 1024)).toBeDefined()
     expect(control.ipTable.releaseWorker(0)).toBe(1)
+  })
+
+  it("handOver passes a place to another address in one step: the total stays, nobody else can take it between", () => {
+    const control = make()
+    const worker0 = attachSharedState(control.buffers, 0)
+    const worker1 = attachSharedState(control.buffers, 1)
+    const old = worker0.ipTable.enterHandshake("10.0.0.1", 8, 2)!
+    expect(worker1.ipTable.enterHandshake("10.0.0.2", 8, 2)).toBeDefined()
+    expect(worker1.ipTable.enterHandshake("10.0.0.3", 8, 2)).toBeUndefined()
+    const passed = worker0.ipTable.handOver(old, "10.0.0.4", 8)!
+    expect(passed).toBeDefined()
+    expect(old.ended).toBe(true)
+    expect(control.ipTable.stats().pendingTotal).toBe(2)
+    expect(control.ipTable.lookup("10.0.0.1")).toBeUndefined()
+    expect(control.ipTable.lookup("10.0.0.4")?.pending).toBe(1)
+    // The place is the newcomer's: the other thread is still refused, and the old hold gives nothing back.
+    expect(worker1.ipTable.enterHandshake("10.0.0.3", 8, 2)).toBeUndefined()
+    old.release()
+    expect(control.ipTable.stats().pendingTotal).toBe(2)
+    // A hold passed on already, or a newcomer at its own bound, is not passed (the place stays where it is).
+    expect(worker0.ipTable.handOver(old, "10.0.0.5", 8)).toBeUndefined()
+    const bounded = worker0.ipTable.handOver(passed, "10.0.0.2", 1)
+    expect(bounded).toBeUndefined()
+    expect(passed.ended).toBe(false)
+    expect(control.ipTable.lookup("10.0.0.4")?.pending).toBe(1)
+    passed.release()
+    expect(control.ipTable.lookup("10.0.0.4")).toBeUndefined()
+    expect(control.ipTable.stats().pendingTotal).toBe(1)
+    // A dead worker's places, given back by the control thread, are not passed on afterwards.
+    const held = worker0.ipTable.enterHandshake("10.0.0.6", 8, 2)!
+    expect(control.ipTable.releaseWorker(0)).toBe(1)
+    expect(worker0.ipTable.handOver(held, "10.0.0.7", 8)).toBeUndefined()
+    expect(control.ipTable.stats().pendingTotal).toBe(1)
   })
 
   it("forceUnlock frees the lock only for the worker holding it; the control thread gives up on a held lock", () => {
@@ -235,7 +268,7 @@ describe("IpTable sweep", () => {
     expect(ipTable.lookup("10.0.0.3")).toEqual({ pending: 0, logins: 0, statuses: 1 })
     expect(ipTable.lookup("10.0.0.4")).toEqual({ pending: 1, logins: 0, statuses: 0 })
     expect(ipTable.lookup("10.0.0.5")).toEqual({ pending: 0, logins: 1, statuses: 0 })
-    release()
+    release.release()
     expect(ipTable.sweep(70_000, 1000, 60_000, 100)).toBe(2)
     expect(ipTable.stats()).toEqual({ addresses: 0, storedEvents: 0, pendingTotal: 0 })
   })

@@ -69,8 +69,8 @@ switch (input.task) {
     let violations = 0
     for (let i = 0; i < OPS; i++) {
       const ip = `2001:db8::${((i * 5 + input.index) % 16).toString(16)}`
-      const release = state.ipTable.enterHandshake(ip, PER_IP, TOTAL)
-      if (release === undefined) {
+      const hold = state.ipTable.enterHandshake(ip, PER_IP, TOTAL)
+      if (hold === undefined) {
         refused += 1
         // Give one place back, so that the threads together never hold every place and stall: progress must not
         // depend on how the threads happen to be scheduled.
@@ -78,7 +78,7 @@ switch (input.task) {
       } else {
         taken += 1
         if (state.ipTable.stats().pendingTotal > TOTAL || (state.ipTable.lookup(ip)?.pending ?? 0) > PER_IP) violations += 1
-        keep(held, release, 25)
+        keep(held, () => hold.release(), 25)
       }
       state.ipTable.hit("status", v4((i * 31 + input.index * 1000) % 5000), i, 3, 1000)
     }

@@ -1,0 +1,33 @@
+// V8's memory-saving mode for the calling thread, which Portal turns on while a handshake flood lasts
+// (src/services/runtime/floodMemory.ts).
+//
+// Why: in this mode V8 makes its full collections memory-reducing ones (compacting, giving back emptied pages), so
+// each thread's heap stays closer to what it holds alive. The mode is V8's "isolate in the background" notification,
+// the one a browser gives a hidden tab: it trades some speed for memory, which is why Portal asks for it only while
+// flooded.
+//
+// N-API has no call for this, so this file uses V8's own API; the addon is built against the running Node.
+
+#include "heapMode.h"
+
+#include <v8.h>
+
+napi_value MemorySaving(napi_env env, napi_callback_info info) {
+  napi_value args[1];
+  size_t argc = 1;
+  napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
+  bool on = false;
+  if (argc < 1 || napi_get_value_bool(env, args[0], &on) != napi_ok) {
+    napi_throw_type_error(env, nullptr, "expected (on), a boolean");
+    return nullptr;
+  }
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  if (isolate != nullptr) {
+    if (on) {
+      isolate->IsolateInBackgroundNotification();
+    } else {
+      isolate->IsolateInForegroundNotification();
+    }
+  }
+  return nullptr;
+}
