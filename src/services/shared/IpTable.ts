@@ -131,6 +131,8 @@ export class IpTable {
   private ledgerFreeTop = 0
   /** Thread-local scratch for the key being looked up. */
   private readonly key = new Int32Array(4)
+  /** What a hold calls to give its place back. */
+  private readonly leaveAt: (position: number) => void
 
   constructor(buffers: SharedBuffers, worker: number) {
     const { layout } = buffers
@@ -152,8 +154,6 @@ export class IpTable {
     this.ledgerFree = new Int32Array(layout.handshakesPerWorker)
     this.leaveAt = (position) => this.leave(position)
   }
-
-  private readonly leaveAt: (position: number) => void
 
   /**
    * Counts an event of `kind` from `ip` at `nowMs`: true when fewer than `limit` allowed events of that kind
