@@ -145,10 +145,17 @@ describe("active health checks", () => {
 const countOpen = async (ports: Array<number>): Promise<number> => {
   const { readFileSync } = await import("node:fs")
   const wanted = new Set(ports.map((port) => port.toString(16).toUpperCase().padStart(4, "0")))
-  const open = new Set<string>()
-  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
-    const fields = line.trim().split(/\s+/)
-    if (fields[3] === "01" && wanted.has(fields[1]?.split(":")[1] ?? "")) open.add(`${fields[1]} ${fields[2]}`)
+  const established = (): Set<string> => {
+    const open = new Set<string>()
+    for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/)
+      if (fields[3] === "01" && wanted.has(fields[1]?.split(":")[1] ?? "")) open.add(`${fields[1]} ${fields[2]}`)
+    }
+    return open
   }
-  return open.size
+  // The kernel lists sockets bucket by bucket, not at one instant: one read can show a probe that is closing and the
+  // next that is opening, which were never open together. Two connections in both of two reads in a row were.
+  const first = established()
+  const second = established()
+  return [...first].filter((connection) => second.has(connection)).length
 }
