@@ -230,8 +230,8 @@ export class IpTable {
       const slot = this.pendingSlot(found, bucket, perIp)
       if (slot === 0) return undefined
       this.ledger[at] = slot
-      Atomics.store(this.header, PENDING_TOTAL, this.header[PENDING_TOTAL]! + 1)
-      this.dropPending(previous)
+      // The total is unchanged: one place changes address.
+      this.dropAddressPending(previous)
     } finally {
       unlock(this.header, LOCK)
     }
@@ -527,12 +527,17 @@ export class IpTable {
     this.ledgerFree[this.ledgerFreeTop++] = position
   }
 
-  /** One handshake of `slot` ended: the last one puts the address back in the LRU list (or forgets it if idle). */
+  /** One handshake of `slot` ended: one place fewer in total, and one fewer for its address. */
   private dropPending(slot: number): void {
+    Atomics.store(this.header, PENDING_TOTAL, this.header[PENDING_TOTAL]! - 1)
+    this.dropAddressPending(slot)
+  }
+
+  /** One handshake fewer for `slot`'s address: the last one puts it back in the LRU list (or forgets it if idle). */
+  private dropAddressPending(slot: number): void {
     const base = slot * IP_SLOT_WORDS
     const left = this.slots[base + PENDING]! - 1
     this.slots[base + PENDING] = left
-    Atomics.store(this.header, PENDING_TOTAL, this.header[PENDING_TOTAL]! - 1)
     if (left === 0 && !this.forgetIfIdle(slot)) this.linkLru(slot)
   }
 
