@@ -41,15 +41,6 @@ export class LiveList<T extends NonNullable<unknown>> {
     this.count--
   }
 
-  /** Removes the oldest member and returns it; undefined when there is none. */
-  shift(): T | undefined {
-    const link = this.first
-    if (link === undefined) return undefined
-    const value = link.value
-    this.remove(link)
-    return value
-  }
-
   /** The oldest member, left in the list; undefined when there is none. */
   oldest(): T | undefined {
     return this.first?.value
