@@ -194,7 +194,7 @@ export class IpTable {
       // The address's own bound first: an address at its bound is refused whether or not places are free.
       this.lastRefusal = "address"
       const found = this.find(bucket)
-      if (found !== 0 && this.slots[found * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
+      if (this.atOwnBound(found, perIp)) return undefined
       this.lastRefusal = "full"
       if (header[PENDING_TOTAL]! >= total || (this.ledgerFreeTop === 0 && this.ledgerBump === this.ledgerSize)) return undefined
       this.lastRefusal = "address"
@@ -225,7 +225,7 @@ export class IpTable {
       // 0 when releaseWorker gave the place back already: there is nothing to pass on.
       if (previous === 0) return undefined
       const found = this.find(bucket)
-      if (found !== 0 && this.slots[found * IP_SLOT_WORDS + PENDING]! >= perIp) return undefined
+      if (this.atOwnBound(found, perIp)) return undefined
       // The previous address still has a handshake in progress here, so finding room for the new one never forgets it.
       const slot = this.pendingSlot(found, bucket, perIp)
       if (slot === 0) return undefined
@@ -237,6 +237,11 @@ export class IpTable {
     }
     from.ended = true
     return new HandshakeHold(this.leaveAt, from.position)
+  }
+
+  /** Whether the address at `found` (0: not in the table) has `perIp` handshakes in progress. Under the lock. */
+  private atOwnBound(found: number, perIp: number): boolean {
+    return found !== 0 && this.slots[found * IP_SLOT_WORDS + PENDING]! >= perIp
   }
 
   /**
