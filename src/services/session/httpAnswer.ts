@@ -160,11 +160,8 @@ export class AnswerReader {
           this.pending = Buffer.alloc(0)
           return this.bodyBytes > this.maxBodyBytes ? this.tooLarge() : MORE
         }
-        case "Chunked": {
-          const step = this.chunked()
-          if (step !== undefined) return step
-          return MORE
-        }
+        case "Chunked":
+          return this.chunked() ?? MORE
       }
     }
   }
