@@ -1,5 +1,6 @@
 /** PROXY protocol v1 (text) and v2 (binary) headers, as sent by HAProxy and cloud load balancers. */
 import ipaddr from "ipaddr.js"
+import { isIPv4 } from "node:net"
 
 export interface ProxyEndpoint {
   readonly address: string
@@ -49,8 +50,9 @@ const readV1 = (buffer: Buffer): ProxyHeaderRead => {
     return { _tag: "Invalid", reason: "malformed PROXY v1 header" }
   }
   const [, family, src, dst, sport, dport] = parts as [string, string, string, string, string, string]
-  const validAddress = (text: string) =>
-    family === "TCP4" ? ipaddr.IPv4.isValidFourPartDecimal(text) : ipaddr.IPv6.isValid(text)
+  // Node's own check for IPv4 (the same rule as ipaddr.js's four decimal parts, at a fraction of its cost per flood
+  // connection).
+  const validAddress = (text: string) => (family === "TCP4" ? isIPv4(text) : ipaddr.IPv6.isValid(text))
   const validPort = (text: string) => /^\d{1,5}$/.test(text) && Number(text) <= 65535
   if (!validAddress(src) || !validAddress(dst) || !validPort(sport) || !validPort(dport)) {
     return { _tag: "Invalid", reason: "malformed address in PROXY v1 header" }

@@ -3,26 +3,26 @@
  * into Effect: each read is interruptible (its canceler removes the listeners), bounded in size, and keeps the
  * bytes that arrived beyond what it parsed for the next read or for the relay.
  */
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import { readFrame } from "../../protocol/frame.js"
 import { ProtocolError } from "../../protocol/ProtocolError.js"
+import { QuietError } from "../../protocol/quietError.js"
 import { decoding } from "../../protocol/result.js"
 
-export class ConnectionClosed extends Data.TaggedError("ConnectionClosed")<{ readonly during: string }> {
+export class ConnectionClosed extends QuietError("ConnectionClosed")<{ readonly during: string }> {
   override get message() {
     return `connection closed during ${this.during}`
   }
 }
 
-export class ReadTimeout extends Data.TaggedError("ReadTimeout")<{ readonly during: string; readonly ms: number }> {
+export class ReadTimeout extends QuietError("ReadTimeout")<{ readonly during: string; readonly ms: number }> {
   override get message() {
     return `timed out after ${this.ms} ms waiting for ${this.during}`
   }
 }
 
-export class InputTooLarge extends Data.TaggedError("InputTooLarge")<{ readonly during: string; readonly limit: number }> {
+export class InputTooLarge extends QuietError("InputTooLarge")<{ readonly during: string; readonly limit: number }> {
   override get message() {
     return `more than ${this.limit} bytes during ${this.during}`
   }
@@ -215,7 +215,7 @@ const deliver = <A, E>(read: PendingRead<A, E>, outcome: Parse<A, ReadError | E>
 
 const noCancel = (): void => {}
 
-export class WriteFailed extends Data.TaggedError("WriteFailed")<{ readonly reason: string }> {
+export class WriteFailed extends QuietError("WriteFailed")<{ readonly reason: string }> {
   override get message() {
     return `write failed: ${this.reason}`
   }

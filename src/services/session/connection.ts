@@ -55,10 +55,10 @@ export const normaliseIp = (address: string | undefined): string => {
   }
 }
 
-/** The peer as the socket shows it; the local side is looked up only if something asks (a system call). */
-export const socketPeer = (socket: Socket): Peer => ({
-  clientIp: normaliseIp(socket.remoteAddress),
-  clientPort: socket.remotePort ?? 0,
+/** A client seen through `socket`: the local side is looked up only if something asks (a system call). */
+export const peerOn = (socket: Socket, clientIp: string, clientPort: number): Peer => ({
+  clientIp,
+  clientPort,
   get localIp() {
     return normaliseIp(socket.localAddress)
   },
@@ -66,6 +66,9 @@ export const socketPeer = (socket: Socket): Peer => ({
     return socket.localPort ?? 0
   }
 })
+
+/** The peer as the socket shows it. */
+export const socketPeer = (socket: Socket): Peer => peerOn(socket, normaliseIp(socket.remoteAddress), socket.remotePort ?? 0)
 
 /** The PROXY protocol v2 header that opens every backend connection of a server with `send_proxy_protocol`. */
 export const backendPreamble = (server: ServerDefinition, peer: Peer): Buffer | undefined =>

@@ -31,7 +31,7 @@ import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { HandshakeKind, StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { closeWith, refuse } from "./closing.js"
-import { type Connection, normaliseIp, type Peer, type Release, socketPeer } from "./connection.js"
+import { type Connection, normaliseIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
 import { MESSAGES } from "./messages.js"
 import type { Opened, SettledOpening } from "./phases.js"
 
@@ -141,16 +141,16 @@ const parseProxyHeader = (buffer: Buffer): Parse<ProxyHeader> => {
   return done(read, read.length)
 }
 
-/** The client as the PROXY protocol header names it. */
-const proxyPeer = (connection: Connection, header: ProxyHeader): Peer => {
-  const own = socketPeer(connection.socket)
-  if (header.source === undefined) return own // LOCAL: a health check of the load balancer itself
-  return {
-    clientIp: normaliseIp(header.source.address),
-    clientPort: header.source.port,
-    localIp: header.destination === undefined ? own.localIp : normaliseIp(header.destination.address),
-    localPort: header.destination?.port ?? own.localPort
-  }
+/** The client as the PROXY protocol header names it (exported for its test). */
+export const proxyPeer = (connection: Connection, header: ProxyHeader): Peer => {
+  const { source, destination } = header
+  if (source === undefined) return socketPeer(connection.socket) // LOCAL: a health check of the load balancer itself
+  const clientIp = normaliseIp(source.address)
+  // Never the socket's own remote address (the load balancer's): a getpeername call was a seventh of what a flood
+  // connection cost.
+  return destination === undefined
+    ? peerOn(connection.socket, clientIp, source.port)
+    : { clientIp, clientPort: source.port, localIp: normaliseIp(destination.address), localPort: destination.port }
 }
 
 export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing }: OpeningServices): OpeningPhase => {
