@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type { GlobalConfig } from "../schema/GlobalConfig.js"
 import { ConfigStore } from "./ConfigStore.js"
 import { type Link, LiveList } from "./collections/LiveList.js"
+import type { WaitingWatcher } from "./net/SocketReader.js"
 import type { HandshakeHold, IpTable } from "./shared/IpTable.js"
 import { SharedMemory } from "./SharedMemory.js"
 import { type FloodMemory, threadFloodMemory } from "./runtime/floodMemory.js"
@@ -22,15 +23,21 @@ export const MAX_PENDING_HANDSHAKES = 1024
  * A handshake's place under the flood bound. A connection holds it from its PROXY header to its Login Start (or to
  * the end of its status exchange).
  */
-export interface HandshakePlace {
+export interface HandshakePlace extends WaitingWatcher {
   /** Gives the place back; again is a no-op. */
   readonly release: () => void
   /**
-   * Whether the connection is waiting for its client's bytes (set by its reader, SocketReader.onWaiting). Only such a
+   * Whether the connection is waiting for its client's bytes (its reader tells, SocketReader.onWaiting). Only such a
    * connection gives way when every place is taken, the one that has waited longest first: a flood that stalls is
    * always waiting, while a real client's bytes come within a round trip and are then being answered.
    */
-  readonly waiting: (waiting: boolean) => void
+  waiting(waiting: boolean): void
+}
+
+/** The connection a place belongs to, as the flood bound sees it. */
+export interface HandshakeOwner {
+  /** It gave way to a newcomer: it closes itself (and counts why). */
+  evicted(): void
 }
 
 /** The connection path's surface: synchronous, called for every connection. */
@@ -40,9 +47,9 @@ export interface RateLimiterDataPlane {
   /**
    * Takes a handshake place for `ip`; undefined when the address has too many handshakes in progress. When the proxy
    * as a whole has, the connection of this thread that has waited longest for its client gives way: its place passes
-   * to the newcomer and its `evict` runs (it closes the connection); with none waiting, the newcomer is refused.
+   * to the newcomer and its owner is `evicted` (it closes the connection); with none waiting, the newcomer is refused.
    */
-  readonly enterHandshake: (ip: string, evict: () => void) => HandshakePlace | undefined
+  readonly enterHandshake: (ip: string, owner: HandshakeOwner) => HandshakePlace | undefined
 }
 
 /** A place, and its link in the thread's waiting list while its connection waits. */
@@ -52,7 +59,7 @@ class Place implements HandshakePlace {
   constructor(
     private readonly waitingList: LiveList<Place>,
     private readonly hold: HandshakeHold,
-    private readonly evict: () => void
+    private readonly owner: HandshakeOwner
   ) {}
 
   /**
@@ -64,7 +71,7 @@ class Place implements HandshakePlace {
     const passed = table.handOver(this.hold, ip, MAX_PENDING_HANDSHAKES_PER_IP)
     if (passed === undefined) return undefined
     this.waiting(false)
-    this.evict()
+    this.owner.evicted()
     return passed
   }
 
@@ -73,7 +80,7 @@ class Place implements HandshakePlace {
     this.hold.release()
   }
 
-  readonly waiting = (waiting: boolean): void => {
+  waiting(waiting: boolean): void {
     if (waiting) {
       if (!this.hold.ended && this.link === undefined) this.link = this.waitingList.add(this)
     } else if (this.link !== undefined) {
@@ -97,14 +104,14 @@ export const rateLimiterDataPlane = (table: IpTable, floodMemory: FloodMemory = 
         ? table.hit("login", ip, nowMs, rate_limit.max_connections, Duration.toMillis(rate_limit.window))
         : table.hit("status", ip, nowMs, rate_limit.status_max, Duration.toMillis(rate_limit.status_window))
     },
-    enterHandshake: (ip, evict) => {
+    enterHandshake: (ip, owner) => {
       const hold = table.enterHandshake(ip, MAX_PENDING_HANDSHAKES_PER_IP, MAX_PENDING_HANDSHAKES)
-      if (hold !== undefined) return new Place(waitingList, hold, evict)
+      if (hold !== undefined) return new Place(waitingList, hold, owner)
       // Refused with every place taken (not for this address's own bound): the longest waiting of ours gives way.
       if (table.lastRefusal !== "full") return undefined
       floodMemory.flooded()
       const passed = waitingList.oldest()?.giveWayTo(table, ip)
-      return passed === undefined ? undefined : new Place(waitingList, passed, evict)
+      return passed === undefined ? undefined : new Place(waitingList, passed, owner)
     }
   }
 }

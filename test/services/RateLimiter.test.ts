@@ -69,12 +69,12 @@ describe("RateLimiter", () => {
   it.scoped("bounds handshakes in progress per IP, and releases them once", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9", () => {}))
+      const slots = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP + 1 }, () => limiter.dataPlane.enterHandshake("10.0.0.9", { evicted: () => {} }))
       expect(slots.filter((slot) => slot !== undefined)).toHaveLength(MAX_PENDING_HANDSHAKES_PER_IP)
-      expect(limiter.dataPlane.enterHandshake("10.0.0.10", () => {})).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("10.0.0.10", { evicted: () => {} })).toBeDefined()
       slots[0]!.release()
       slots[0]!.release() // idempotent
-      expect(limiter.dataPlane.enterHandshake("10.0.0.9", () => {})).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("10.0.0.9", { evicted: () => {} })).toBeDefined()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES_PER_IP + 1)
     }).pipe(Effect.provide(layerWith({})))
   )
@@ -89,7 +89,7 @@ describe("RateLimiter", () => {
       const evicted: Array<number> = []
       // Every place taken, by addresses that each stay within their own bound, all waiting for their clients.
       const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
-        limiter.dataPlane.enterHandshake(`10.1.${i >> 3}.1`, () => evicted.push(i))
+        limiter.dataPlane.enterHandshake(`10.1.${i >> 3}.1`, { evicted: () => evicted.push(i) })
       )
       expect(places.every((place) => place !== undefined)).toBe(true)
       places.forEach((place) => place!.waiting(true))
@@ -99,8 +99,8 @@ describe("RateLimiter", () => {
       places[1]!.waiting(false)
       places[2]!.waiting(false)
       places[2]!.waiting(true)
-      expect(limiter.dataPlane.enterHandshake("192.0.2.1", () => evicted.push(-1))).toBeDefined()
-      expect(limiter.dataPlane.enterHandshake("192.0.2.2", () => evicted.push(-2))).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.1", { evicted: () => evicted.push(-1) })).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.2", { evicted: () => evicted.push(-2) })).toBeDefined()
       expect(evicted).toEqual([3])
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
       // An evicted connection's own release, when it then closes, gives nothing back twice; waiting again is a no-op.
@@ -108,7 +108,7 @@ describe("RateLimiter", () => {
       places[3]!.release()
       expect(yield* limiter.pendingHandshakes).toBe(MAX_PENDING_HANDSHAKES)
       // An address at its own bound is refused, and evicts nobody.
-      expect(limiter.dataPlane.enterHandshake("10.1.10.1", () => {})).toBeUndefined()
+      expect(limiter.dataPlane.enterHandshake("10.1.10.1", { evicted: () => {} })).toBeUndefined()
       expect(evicted).toEqual([3])
     }).pipe(Effect.provide(layerWith({})))
   )
@@ -118,13 +118,13 @@ describe("RateLimiter", () => {
       const limiter = yield* RateLimiter
       const evicted: Array<number> = []
       const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
-        limiter.dataPlane.enterHandshake(`10.2.${i >> 3}.1`, () => evicted.push(i))
+        limiter.dataPlane.enterHandshake(`10.2.${i >> 3}.1`, { evicted: () => evicted.push(i) })
       )
       expect(places.every((place) => place !== undefined)).toBe(true)
-      expect(limiter.dataPlane.enterHandshake("192.0.2.3", () => {})).toBeUndefined()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.3", { evicted: () => {} })).toBeUndefined()
       // One starts waiting: the next newcomer takes its place.
       places[7]!.waiting(true)
-      expect(limiter.dataPlane.enterHandshake("192.0.2.4", () => {})).toBeDefined()
+      expect(limiter.dataPlane.enterHandshake("192.0.2.4", { evicted: () => {} })).toBeDefined()
       expect(evicted).toEqual([7])
     }).pipe(Effect.provide(layerWith({})))
   )
@@ -140,13 +140,15 @@ describe("RateLimiter with worker threads", () => {
     // Every place taken on the first thread, every connection waiting for its client. When the longest waiting gives
     // way, the second thread tries for a place at once (as a concurrent thread may): there is none to take.
     const places = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, i) =>
-      first.enterHandshake(`10.3.${i >> 3}.1`, () => {
-        evicted.push(i)
-        refusedOnTheOther.push(second.enterHandshake("198.51.100.1", () => {}) === undefined)
+      first.enterHandshake(`10.3.${i >> 3}.1`, {
+        evicted: () => {
+          evicted.push(i)
+          refusedOnTheOther.push(second.enterHandshake("198.51.100.1", { evicted: () => {} }) === undefined)
+        }
       })
     )
     places.forEach((place) => place!.waiting(true))
-    const newcomer = first.enterHandshake("192.0.2.9", () => {})
+    const newcomer = first.enterHandshake("192.0.2.9", { evicted: () => {} })
     expect(newcomer).toBeDefined()
     expect(evicted).toEqual([0])
     expect(refusedOnTheOther).toEqual([true])
@@ -157,7 +159,7 @@ describe("RateLimiter with worker threads", () => {
     expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES)
     newcomer!.release()
     expect(control.ipTable.stats().pendingTotal).toBe(MAX_PENDING_HANDSHAKES - 1)
-    expect(second.enterHandshake("198.51.100.1", () => {})).toBeDefined()
+    expect(second.enterHandshake("198.51.100.1", { evicted: () => {} })).toBeDefined()
   })
 })
 
@@ -166,14 +168,14 @@ describe("RateLimiter and the flood's memory", () => {
     const control = createSharedState({ workers: 1 })
     let floods = 0
     const plane = rateLimiterDataPlane(attachSharedState(control.buffers, 0).ipTable, { flooded: () => floods++, saving: () => floods > 0 })
-    const places = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP }, () => plane.enterHandshake("10.4.0.1", () => {}))
+    const places = Array.from({ length: MAX_PENDING_HANDSHAKES_PER_IP }, () => plane.enterHandshake("10.4.0.1", { evicted: () => {} }))
     expect(places.every((place) => place !== undefined)).toBe(true)
-    expect(plane.enterHandshake("10.4.0.1", () => {})).toBeUndefined()
+    expect(plane.enterHandshake("10.4.0.1", { evicted: () => {} })).toBeUndefined()
     expect(floods).toBe(0)
-    for (let i = MAX_PENDING_HANDSHAKES_PER_IP; i < MAX_PENDING_HANDSHAKES; i++) expect(plane.enterHandshake(`10.5.${i >> 3}.1`, () => {})).toBeDefined()
+    for (let i = MAX_PENDING_HANDSHAKES_PER_IP; i < MAX_PENDING_HANDSHAKES; i++) expect(plane.enterHandshake(`10.5.${i >> 3}.1`, { evicted: () => {} })).toBeDefined()
     expect(floods).toBe(0)
     // Every place taken and nobody waiting for a client: refused, and a flood.
-    expect(plane.enterHandshake("192.0.2.10", () => {})).toBeUndefined()
+    expect(plane.enterHandshake("192.0.2.10", { evicted: () => {} })).toBeUndefined()
     expect(floods).toBe(1)
   })
 })

@@ -130,7 +130,8 @@ export const listen = (options: ListenerOptions) =>
           fork(Effect.logDebug(`max_connections reached: closed a connection from ${socket.remoteAddress ?? "?"}`))
           return
         }
-        socket.once("close", place)
+        // A socket closes once: `on` spares once's wrapper.
+        socket.on("close", place)
       }
       if (!inherited) {
         socket.setNoDelay(true)

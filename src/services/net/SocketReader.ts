@@ -43,21 +43,53 @@ export const failWith = (reason: string): Parse<never> => ({ _tag: "Fail", error
 /** Why reading the opening bytes of a connection failed. */
 export type ReadError = ConnectionClosed | InputTooLarge | ReadTimeout | ProtocolError
 
+/** Who is told when a read starts and stops waiting for the client (the flood bound's place, RateLimiter.ts). */
+export interface WaitingWatcher {
+  waiting(waiting: boolean): void
+}
+
+/**
+ * What a read on callbacks parses with and reports to: one object for all the reads of a connection's opening
+ * (session/opening.ts), so that a connection that waits holds no closure per step.
+ */
+export interface ReadClient<A, E> {
+  parse(buffer: Buffer): Parse<A, E>
+  readDone(value: A): void
+  readFailed(error: ReadError | E): void
+}
+
+/** Where a socket keeps its reader, for the listeners every reader shares. One reader per socket. */
+const READER = Symbol("portal.socketReader")
+type ReaderSocket = Socket & { [READER]?: SocketReader }
+
+// The socket's listeners while a read waits, shared by every reader (Node calls them with the socket as `this`):
+// a flood's connections are mostly a read or two that never completes, and three closures each were a tenth of one.
+function onReaderData(this: ReaderSocket, chunk: Buffer): void {
+  this[READER]?.received(chunk)
+}
+function onReaderEnd(this: ReaderSocket): void {
+  this[READER]?.closed()
+}
+const onReaderTimeout = (reader: SocketReader, ms: number): void => reader.timedOut(ms)
+
 export class SocketReader {
   private buffer: Buffer = Buffer.alloc(0)
   private ended = false
-  /** The read waiting for bytes, and its timer. */
-  private pending: PendingRead<unknown, unknown> | undefined = undefined
+  /** The read waiting for bytes: its client, what it is for, its bound on buffered bytes, and its timer. */
+  private pending: ReadClient<unknown, unknown> | undefined = undefined
+  private during = ""
+  private limit = 0
   private timer: NodeJS.Timeout | undefined = undefined
   /**
    * Told when a read starts waiting for the client and when it stops: the flood bound lets only a connection that
    * waits for its client give way to a newcomer (RateLimiter.enterHandshake).
    */
-  onWaiting: ((waiting: boolean) => void) | undefined = undefined
+  onWaiting: WaitingWatcher | undefined = undefined
 
   constructor(readonly socket: Socket) {
     // Until the first read the socket must not flow: bytes wait in the kernel and Node's buffer.
     socket.pause()
+    ;(socket as ReaderSocket)[READER] = this
   }
 
   /** Bytes received but not consumed by any parse; they belong to whatever comes next. */
@@ -115,9 +147,8 @@ export class SocketReader {
   }
 
   /**
-   * `read` with callbacks, for a connection that has no fiber yet (its opening, session/opening.ts): exactly one of
-   * `done` and `failed` is called, possibly before this returns, unless the returned canceler runs first. One read
-   * at a time.
+   * `read` with callbacks: exactly one of `done` and `failed` is called, possibly before this returns, unless the
+   * returned canceler runs first. One read at a time.
    */
   readThen<A, E>(
     during: string,
@@ -127,28 +158,35 @@ export class SocketReader {
     done: (value: A) => void,
     failed: (error: ReadError | E) => void
   ): () => void {
-    const read: PendingRead<A, E> = { during, limit, parse, done, failed }
-    const first = this.settle(read)
-    if (first !== undefined) {
-      deliver(read, first)
-      return noCancel
-    }
-    this.pending = read as PendingRead<unknown, unknown>
-    this.timer = setTimeout(this.onTimeout, timeoutMs, timeoutMs)
-    this.socket.on("data", this.onData)
-    this.socket.on("end", this.onEnd)
-    // An error always ends in close (the socket is destroyed), so close covers it.
-    this.socket.on("close", this.onEnd)
-    this.socket.resume()
-    this.onWaiting?.(true)
+    const client: ReadClient<A, E> = { parse, readDone: done, readFailed: failed }
+    this.readFor(during, limit, timeoutMs, client)
     return () => {
-      if (this.pending === read) this.stop()
+      if (this.pending === client) this.stop()
     }
   }
 
+  /**
+   * `read` for a client object, for a connection that has no fiber yet (its opening, session/opening.ts): exactly one
+   * of its `readDone` and `readFailed` is called, possibly before this returns. One read at a time.
+   */
+  readFor<A, E>(during: string, limit: number, timeoutMs: number, client: ReadClient<A, E>): void {
+    const first = this.settle(client, during, limit)
+    if (first !== undefined) return deliver(client, first)
+    this.pending = client as ReadClient<unknown, unknown>
+    this.during = during
+    this.limit = limit
+    this.timer = setTimeout(onReaderTimeout, timeoutMs, this, timeoutMs)
+    this.socket.on("data", onReaderData)
+    this.socket.on("end", onReaderEnd)
+    // An error always ends in close (the socket is destroyed), so close covers it.
+    this.socket.on("close", onReaderEnd)
+    this.socket.resume()
+    this.onWaiting?.waiting(true)
+  }
+
   /** The read's outcome from what is buffered: parsed, failed, too large, or the peer gone; undefined while more is needed. */
-  private settle<A, E>(read: PendingRead<A, E>): Parse<A, ReadError | E> | undefined {
-    const result = read.parse(this.buffer)
+  private settle<A, E>(client: ReadClient<A, E>, during: string, limit: number): Parse<A, ReadError | E> | undefined {
+    const result = client.parse(this.buffer)
     switch (result._tag) {
       case "Done":
         this.buffer = this.buffer.subarray(result.consumed)
@@ -156,64 +194,58 @@ export class SocketReader {
       case "Fail":
         return result
       case "NeedMore":
-        if (this.buffer.length > read.limit) return failParse(new InputTooLarge({ during: read.during, limit: read.limit }))
-        if (this.ended) return failParse(new ConnectionClosed({ during: read.during }))
+        if (this.buffer.length > limit) return failParse(new InputTooLarge({ during, limit }))
+        if (this.ended) return failParse(new ConnectionClosed({ during }))
         return undefined
     }
   }
 
   /** Ends the waiting read's listening; its callback is called after, so the next read it starts is not undone. */
-  private stop(): PendingRead<unknown, unknown> | undefined {
-    const read = this.pending
+  private stop(): ReadClient<unknown, unknown> | undefined {
+    const client = this.pending
     this.pending = undefined
     clearTimeout(this.timer)
     this.timer = undefined
-    this.socket.off("data", this.onData)
-    this.socket.off("end", this.onEnd)
-    this.socket.off("close", this.onEnd)
+    this.socket.off("data", onReaderData)
+    this.socket.off("end", onReaderEnd)
+    this.socket.off("close", onReaderEnd)
     this.socket.pause()
-    if (read !== undefined) this.onWaiting?.(false)
-    return read
+    if (client !== undefined) this.onWaiting?.waiting(false)
+    return client
   }
 
-  // Made once per reader, not per read: a flood's connections are mostly a read or two that never completes.
-  private readonly onData = (chunk: Buffer): void => {
+  /** Bytes from the socket (its `data` listener). */
+  received(chunk: Buffer): void {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
-    const read = this.pending
-    if (read === undefined) return
-    const outcome = this.settle(read)
+    const client = this.pending
+    if (client === undefined) return
+    const outcome = this.settle(client, this.during, this.limit)
     if (outcome === undefined) return
     this.stop()
-    deliver(read, outcome)
+    deliver(client, outcome)
   }
 
-  private readonly onEnd = (): void => {
+  /** The peer ended or the socket closed (its `end` and `close` listeners). */
+  closed(): void {
     this.ended = true
-    const read = this.stop()
-    if (read !== undefined) read.failed(new ConnectionClosed({ during: read.during }))
+    const during = this.during
+    const client = this.stop()
+    if (client !== undefined) client.readFailed(new ConnectionClosed({ during }))
   }
 
-  private readonly onTimeout = (ms: number): void => {
-    const read = this.stop()
-    if (read !== undefined) read.failed(new ReadTimeout({ during: read.during, ms }))
+  /** The waiting read's time is up (its timer). */
+  timedOut(ms: number): void {
+    const during = this.during
+    const client = this.stop()
+    if (client !== undefined) client.readFailed(new ReadTimeout({ during, ms }))
   }
 }
 
-/** A read waiting for more bytes. */
-interface PendingRead<A, E> {
-  readonly during: string
-  readonly limit: number
-  readonly parse: (buffer: Buffer) => Parse<A, E>
-  readonly done: (value: A) => void
-  readonly failed: (error: ReadError | E) => void
+const deliver = <A, E>(client: ReadClient<A, E>, outcome: Parse<A, ReadError | E>): void => {
+  if (outcome._tag === "Done") client.readDone(outcome.value)
+  else if (outcome._tag === "Fail") client.readFailed(outcome.error)
 }
 
-const deliver = <A, E>(read: PendingRead<A, E>, outcome: Parse<A, ReadError | E>): void => {
-  if (outcome._tag === "Done") read.done(outcome.value)
-  else if (outcome._tag === "Fail") read.failed(outcome.error)
-}
-
-const noCancel = (): void => {}
 
 export class WriteFailed extends QuietError("WriteFailed")<{ readonly reason: string }> {
   override get message() {

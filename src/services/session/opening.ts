@@ -18,6 +18,7 @@ import {
 } from "../../protocol/handshake.js"
 import { readFrame } from "../../protocol/frame.js"
 import { detectLegacy, encodeLegacyKick } from "../../protocol/legacy.js"
+import type { ProtocolError } from "../../protocol/ProtocolError.js"
 import { decoding } from "../../protocol/result.js"
 import { type ProxyHeaderRead, readProxyHeader } from "../../protocol/proxyProtocol.js"
 import { readVarInt } from "../../protocol/varint.js"
@@ -26,12 +27,12 @@ import type { BanDataPlane } from "../BanStore.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
-import { done, failWith, needMore, type Parse, type ReadError, SocketReader } from "../net/SocketReader.js"
-import type { RateLimiterDataPlane } from "../RateLimiter.js"
+import { done, failWith, needMore, type Parse, type ReadClient, type ReadError, SocketReader } from "../net/SocketReader.js"
+import type { HandshakeOwner, RateLimiterDataPlane } from "../RateLimiter.js"
 import type { HandshakeKind, StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { closeWith, refuse } from "./closing.js"
-import { type Connection, normaliseIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
+import { type Connection, noRelease, normaliseIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
 import { MESSAGES } from "./messages.js"
 import type { Opened, SettledOpening } from "./phases.js"
 
@@ -105,19 +106,23 @@ export type OpeningEnd =
 
 const flooded: OpeningEnd = { _tag: "Flood" }
 
+/** Where an opening reports how it went: exactly one of the two, once. */
+export interface OpeningSink {
+  /** The handshake is here; the slot goes with it. */
+  arrived(arrived: Arrived): void
+  /** It ended before; the slot is given back. */
+  ended(end: OpeningEnd): void
+}
+
 export interface OpeningPhase {
-  /**
-   * Reads the PROXY header, takes the handshake slot and reads the handshake, on callbacks: `arrived` or `ended`
-   * is called once. The slot goes with `arrived`; `ended` has given it back.
-   */
+  /** Reads the PROXY header, takes the handshake slot and reads the handshake, on callbacks, then tells `sink`. */
   readonly read: (
     connection: Connection,
     snapshot: ConfigSnapshot,
     fields: ConnectionLogFields,
     /** When the connection was accepted (`performance.now()`). */
     accepted: number,
-    arrived: (arrived: Arrived) => void,
-    ended: (end: OpeningEnd) => void
+    sink: OpeningSink
   ) => void
   /** The refusals (global filter, IP ban, pre-1.7 login), in the connection's fiber; the slot is given back unless handed on. */
   readonly screen: (arrived: Arrived) => Effect.Effect<Opened | undefined>
@@ -153,7 +158,126 @@ export const proxyPeer = (connection: Connection, header: ProxyHeader): Peer => 
     : { clientIp, clientPort: source.port, localIp: normaliseIp(destination.address), localPort: destination.port }
 }
 
-export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing }: OpeningServices): OpeningPhase => {
+/** What an opening reads and checks with, and how it records a handshake it has read. */
+interface OpeningContext extends OpeningServices {
+  readonly handshakeRead: (connection: Connection, peer: Peer, opening: SettledOpening, accepted: number) => void
+}
+
+/** The opening's reads, one after the other. */
+type Step = "proxyHeader" | "handshake" | "legacyOrMore"
+
+type LegacyPing = Extract<SettledOpening, { _tag: "LegacyPing" }>["ping"]
+
+/**
+ * One connection's opening on callbacks. Its state and its steps live in this one object, the client of every read
+ * (SocketReader.readFor) and the owner of its handshake place: a flood keeps a thousand of them waiting, and a
+ * closure per step made them about a third larger.
+ */
+class OpeningRead implements ReadClient<ProxyHeader | Opening, ProtocolError>, HandshakeOwner {
+  private readonly reader: SocketReader
+  private step: Step = "handshake"
+  private peer: Peer | undefined = undefined
+  private slot: Release = noRelease
+  private globallyAllowed = true
+  private ipBan: ReturnType<BanDataPlane["ipBan"]> = undefined
+  /** A lone `FE` or `FE 01`, and how many bytes were buffered then: more may turn it into something else. */
+  private maybePing: LegacyPing | undefined = undefined
+  private seen = 0
+
+  constructor(
+    private readonly context: OpeningContext,
+    private readonly connection: Connection,
+    private readonly snapshot: ConfigSnapshot,
+    private readonly fields: ConnectionLogFields,
+    private readonly accepted: number,
+    private readonly sink: OpeningSink
+  ) {
+    this.reader = new SocketReader(connection.socket)
+  }
+
+  start(): void {
+    if (!this.snapshot.global.receive_proxy_protocol) return this.withPeer(socketPeer(this.connection.socket))
+    this.step = "proxyHeader"
+    this.reader.readFor("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, this)
+  }
+
+  parse(buffer: Buffer): Parse<ProxyHeader | Opening> {
+    switch (this.step) {
+      case "proxyHeader":
+        return parseProxyHeader(buffer)
+      case "handshake":
+        return parseOpening(buffer)
+      case "legacyOrMore":
+        return buffer.length > this.seen ? parseOpening(buffer) : needMore
+    }
+  }
+
+  readDone(value: ProxyHeader | Opening): void {
+    if (value._tag === "Header") return this.withPeer(proxyPeer(this.connection, value))
+    // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else (a 1.6 ping,
+    // or a modern frame). `FE` can become `FE 01`, so this can wait twice.
+    if (value._tag !== "MaybeLegacyPing") return this.settled(value)
+    this.maybePing = value.ping
+    this.seen = this.reader.peekBuffered().length
+    this.step = "legacyOrMore"
+    this.reader.readFor("the handshake", MAX_HANDSHAKE_FRAME_BYTES, LEGACY_PING_WAIT_MS, this)
+  }
+
+  readFailed(error: ReadError): void {
+    switch (this.step) {
+      case "proxyHeader":
+        return this.sink.ended({ _tag: "Failed", error })
+      case "handshake":
+        this.slot()
+        return this.sink.ended({ _tag: "Failed", error })
+      case "legacyOrMore":
+        // Nothing more came (or the client stopped sending): it was the legacy ping.
+        this.reader.takeBuffered()
+        return this.settled({ _tag: "LegacyPing", ping: this.maybePing as LegacyPing })
+    }
+  }
+
+  /** Gave way to a newcomer under the flood bound. */
+  evicted(): void {
+    countFloodRefusal(this.context.stats, this.connection.trace)
+    this.connection.socket.destroy()
+  }
+
+  private withPeer(peer: Peer): void {
+    const { context, connection } = this
+    const ip = peer.clientIp
+    this.peer = peer
+    this.fields.ip = ip
+    const trace = connection.trace
+    if (trace !== undefined) {
+      trace.clientAddress = ip
+      trace.clientPort = peer.clientPort
+    }
+    // Should this connection have waited longest for its client when every place is taken, it gives way.
+    const place = context.rateLimiter.enterHandshake(ip, this)
+    if (place === undefined) {
+      countFloodRefusal(context.stats, trace)
+      return this.sink.ended(flooded)
+    }
+    this.reader.onWaiting = place
+    this.slot = place.release
+    // Decided now, said once the handshake shows whether the client is a login (which gets the reason) or a ping.
+    this.globallyAllowed = context.ipFilter.allowedGlobally(this.snapshot, ip)
+    this.ipBan = this.globallyAllowed ? context.bans.ipBan(ip, context.clock.unsafeCurrentTimeMillis()) : undefined
+    this.step = "handshake"
+    this.reader.readFor("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, this)
+  }
+
+  private settled(opening: SettledOpening): void {
+    const { connection, reader, snapshot, slot, globallyAllowed, ipBan } = this
+    const peer = this.peer as Peer
+    this.context.handshakeRead(connection, peer, opening, this.accepted)
+    this.sink.arrived({ connection, reader, peer, snapshot, slot, opening, globallyAllowed, ipBan })
+  }
+}
+
+export const makeOpening = (services: OpeningServices): OpeningPhase => {
+  const { clock, stats, tracing } = services
   /**
    * What the handshake says, counted, and on the trace: every login is traced, so one that was not sampled at the
    * connection's start gets its record now.
@@ -182,67 +306,10 @@ export const makeOpening = ({ rateLimiter, ipFilter, bans, clock, stats, tracing
     }
   }
 
-  const read: OpeningPhase["read"] = (connection, snapshot, fields, accepted, arrived, ended) => {
-    const socket = connection.socket
-    const reader = new SocketReader(socket)
-    const failed = (error: ReadError) => ended({ _tag: "Failed", error })
+  const context: OpeningContext = { ...services, handshakeRead }
 
-    const withPeer = (peer: Peer) => {
-      const ip = peer.clientIp
-      fields.ip = ip
-      const trace = connection.trace
-      if (trace !== undefined) {
-        trace.clientAddress = ip
-        trace.clientPort = peer.clientPort
-      }
-      // Should this connection have waited longest for its client when every place is taken, it gives way.
-      const place = rateLimiter.enterHandshake(ip, () => {
-        countFloodRefusal(stats, trace)
-        socket.destroy()
-      })
-      if (place === undefined) {
-        countFloodRefusal(stats, trace)
-        return ended(flooded)
-      }
-      reader.onWaiting = place.waiting
-      const slot = place.release
-      // Decided now, said once the handshake shows whether the client is a login (which gets the reason) or a ping.
-      const globallyAllowed = ipFilter.allowedGlobally(snapshot, ip)
-      const ipBan = globallyAllowed ? bans.ipBan(ip, clock.unsafeCurrentTimeMillis()) : undefined
-      const settled = (opening: SettledOpening) => {
-        handshakeRead(connection, peer, opening, accepted)
-        arrived({ connection, reader, peer, snapshot, slot, opening, globallyAllowed, ipBan })
-      }
-      const slotFailed = (error: ReadError) => {
-        slot()
-        failed(error)
-      }
-      // `FE` or `FE 01` alone: a legacy ping, unless more bytes arrive shortly that make it something else (a 1.6
-      // ping, or a modern frame). `FE` can become `FE 01`, so this can wait twice.
-      const legacyOrMore = (opening: Opening) => {
-        if (opening._tag !== "MaybeLegacyPing") return settled(opening)
-        const seen = reader.peekBuffered().length
-        reader.readThen(
-          "the handshake",
-          MAX_HANDSHAKE_FRAME_BYTES,
-          LEGACY_PING_WAIT_MS,
-          (buffer) => (buffer.length > seen ? parseOpening(buffer) : needMore),
-          legacyOrMore,
-          () => {
-            reader.takeBuffered()
-            settled({ _tag: "LegacyPing", ping: opening.ping })
-          }
-        )
-      }
-      reader.readThen("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, parseOpening, legacyOrMore, slotFailed)
-    }
-
-    if (snapshot.global.receive_proxy_protocol) {
-      reader.readThen("the PROXY protocol header", MAX_PROXY_HEADER_BYTES, HANDSHAKE_TIMEOUT_MS, parseProxyHeader, (header) => withPeer(proxyPeer(connection, header)), failed)
-    } else {
-      withPeer(socketPeer(socket))
-    }
-  }
+  const read: OpeningPhase["read"] = (connection, snapshot, fields, accepted, sink) =>
+    new OpeningRead(context, connection, snapshot, fields, accepted, sink).start()
 
   const screen = (arrived: Arrived): Effect.Effect<Opened | undefined> => {
     const { connection, opening, slot } = arrived

@@ -24,9 +24,9 @@ import { type Link, LiveList } from "../collections/LiveList.js"
 import { type AdmissionServices, makeAdmission } from "./admission.js"
 import { makeAuthentication } from "./authentication.js"
 import { closeThen, closeWith } from "./closing.js"
-import type { Connection, ConnectionHandler } from "./connection.js"
+import type { Connection, ConnectionHandler, Fork } from "./connection.js"
 import { type JoinServices, makeJoin } from "./join.js"
-import { type Arrived, makeOpening, type OpeningEnd } from "./opening.js"
+import { type Arrived, makeOpening, type OpeningEnd, type OpeningSink } from "./opening.js"
 import type { Admitted, Joined, Opened, Routed } from "./phases.js"
 import type { Socket } from "node:net"
 import { makeRouting } from "./routing.js"
@@ -211,29 +211,39 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     setupEnded(connection)()
   }
 
-  const accept = (connection: Connection, fork: (effect: Effect.Effect<void>) => void): void => {
+  /** Where a connection's opening reports: one object per connection rather than two closures (a flood holds many). */
+  class FollowedOpening implements OpeningSink {
+    constructor(
+      private readonly connection: Connection,
+      private readonly fields: ConnectionLogFields,
+      private readonly link: Link<Socket>,
+      private readonly fork: Fork
+    ) {}
+
+    arrived(arrived: Arrived): void {
+      openings.remove(this.link)
+      this.fork(afterArrival(arrived, this.fields))
+    }
+
+    ended(end: OpeningEnd): void {
+      openingEnded(this.connection, this.fields, this.link, end)
+    }
+  }
+
+  const accept = (connection: Connection, fork: Fork): void => {
     const socket = connection.socket
     const accepted = performance.now()
     // The connection's log fields, filled in as they become known.
     const fields: ConnectionLogFields = { conn: connection.id }
-    // A connection counts as active until its socket closes, whoever closes it (the session or a relay).
+    // A connection counts as active until its socket closes, whoever closes it (the session or a relay). `on`, not
+    // `once`: a socket closes once, and once's wrapper would be three more objects per connection.
     stats.connectionOpened()
-    socket.once("close", stats.connectionClosed)
+    socket.on("close", stats.connectionClosed)
     // Traced from the start at the ping ratio; a login not picked here is traced from its handshake (opening.ts).
     if (tracing !== undefined && tracing.sampled()) connection.trace = tracing.begin(connection.id, accepted)
     const link = openings.add(socket)
     try {
-      open.read(
-        connection,
-        services.snapshot(),
-        fields,
-        accepted,
-        (arrived) => {
-          openings.remove(link)
-          fork(afterArrival(arrived, fields))
-        },
-        (end) => openingEnded(connection, fields, link, end)
-      )
+      open.read(connection, services.snapshot(), fields, accepted, new FollowedOpening(connection, fields, link, fork))
     } catch (error) {
       openingDefect(connection, fields, link, error)
     }

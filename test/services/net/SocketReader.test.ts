@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { done, needMore, type Parse, SocketReader } from "../../../src/services/net/SocketReader.js"
+import { done, needMore, type Parse, type ReadClient, type ReadError, SocketReader } from "../../../src/services/net/SocketReader.js"
 import { memoryConnection } from "../../helpers/memorySocket.js"
 
 /** Done once `n` bytes are buffered, with those bytes. */
@@ -16,7 +16,7 @@ describe("SocketReader", () => {
     const { client, server } = memoryConnection()
     const reader = new SocketReader(server)
     const waits: Array<boolean> = []
-    reader.onWaiting = (waiting) => waits.push(waiting)
+    reader.onWaiting = { waiting: (waiting) => waits.push(waiting) }
     client.write("abcdef")
     await new Promise((resolve) => setImmediate(resolve))
     // The first read waits once for the bytes; the second finds them buffered and never waits.
@@ -47,7 +47,7 @@ describe("SocketReader", () => {
     const silent = memoryConnection()
     const waiting = new SocketReader(silent.server)
     const waits: Array<boolean> = []
-    waiting.onWaiting = (w) => waits.push(w)
+    waiting.onWaiting = { waiting: (w) => waits.push(w) }
     await expect(settled((ok, fail) => waiting.readThen("the handshake", 100, 20, bytes(1), ok, fail))).rejects.toThrow(
       "timed out after 20 ms waiting for the handshake"
     )
@@ -59,7 +59,7 @@ describe("SocketReader", () => {
     const { client, server } = memoryConnection()
     const reader = new SocketReader(server)
     const waits: Array<boolean> = []
-    reader.onWaiting = (w) => waits.push(w)
+    reader.onWaiting = { waiting: (w) => waits.push(w) }
     const called: Array<string> = []
     const cancel = reader.readThen("first", 100, 1000, bytes(2), (v) => called.push(`done ${v}`), (e) => called.push(`failed ${e.message}`))
     cancel()
@@ -69,5 +69,58 @@ describe("SocketReader", () => {
     expect(waits).toEqual([true, false])
     expect(await settled<string>((ok, fail) => reader.readThen("second", 100, 1000, bytes(2), ok, fail))).toBe("xy")
     client.destroy()
+  })
+  it("a client object takes one read after another, each with its own parse, on sockets read side by side", async () => {
+    /** Reads a 2-byte word, then a 3-byte one, then reports; its parse follows the step it is at. */
+    class TwoWords implements ReadClient<string, ReadError> {
+      readonly seen: Array<string> = []
+      step: 2 | 3 = 2
+      constructor(
+        private readonly reader: SocketReader,
+        private readonly finished: (words: Array<string> | ReadError) => void
+      ) {}
+      parse(buffer: Buffer): Parse<string> {
+        return bytes(this.step)(buffer)
+      }
+      readDone(word: string): void {
+        this.seen.push(word)
+        if (this.step === 3) return this.finished(this.seen)
+        this.step = 3
+        this.reader.readFor("the second word", 100, 1000, this)
+      }
+      readFailed(error: ReadError): void {
+        this.finished(error)
+      }
+    }
+    const read = (reader: SocketReader) =>
+      new Promise<Array<string> | ReadError>((resolve) => reader.readFor("the first word", 100, 1000, new TwoWords(reader, resolve)))
+    const one = memoryConnection()
+    const two = memoryConnection()
+    const first = read(new SocketReader(one.server))
+    const second = read(new SocketReader(two.server))
+    one.client.write("ab")
+    two.client.write("uvwxy")
+    one.client.write("cde")
+    expect(await first).toEqual(["ab", "cde"])
+    expect(await second).toEqual(["uv", "wxy"])
+    for (const { client } of [one, two]) client.destroy()
+  })
+
+  it("a client object is told of a timeout and of a close, with what it was reading", async () => {
+    const failure = (reader: SocketReader, timeoutMs: number) =>
+      new Promise<string>((resolve) =>
+        reader.readFor("the handshake", 100, timeoutMs, {
+          parse: bytes(5),
+          readDone: (value) => resolve(`done ${value}`),
+          readFailed: (error) => resolve(`${error._tag}: ${error.message}`)
+        })
+      )
+    const silent = memoryConnection()
+    expect(await failure(new SocketReader(silent.server), 20)).toBe("ReadTimeout: timed out after 20 ms waiting for the handshake")
+    const closing = memoryConnection()
+    const closed = failure(new SocketReader(closing.server), 1000)
+    closing.client.end("ab")
+    expect(await closed).toBe("ConnectionClosed: connection closed during the handshake")
+    silent.client.destroy()
   })
 })
