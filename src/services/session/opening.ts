@@ -3,9 +3,9 @@
  * progress, the global `[ip_filter]` and IP bans, then the handshake or a legacy (pre-1.7) ping. Refusals are said
  * here; a pre-1.7 login is kicked here.
  *
- * It comes in two parts. `read` runs on plain callbacks, before the connection has a fiber: most connections of a
- * flood (garbage, stalled handshakes) end there, and a fiber with its runtime is ten times what such a connection
- * costs otherwise (docs/benchmarks.md, "Memory under a flood"). `screen` runs in the connection's fiber once the
+ * It comes in two parts. `read` runs on plain callbacks, before the connection has a fiber, in one object per
+ * connection (OpeningRead): most connections of a flood (garbage, stalled handshakes) end there, and a fiber with its
+ * runtime is ten times what such a connection costs otherwise (docs/benchmarks.md, "Memory under a flood"). `screen` runs in the connection's fiber once the
  * handshake has arrived: the refusals, which log and write.
  */
 import type * as Clock from "effect/Clock"
