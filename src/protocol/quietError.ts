@@ -9,11 +9,9 @@ import * as Data from "effect/Data"
 type TaggedErrorClass<Tag extends string> = ReturnType<typeof Data.TaggedError<Tag>>
 
 export const QuietError = <Tag extends string>(tag: Tag): TaggedErrorClass<Tag> => {
-  // `any` only inside: the class returned has exactly Data.TaggedError's type.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  class Quiet extends Data.TaggedError(tag)<any> {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    constructor(args: any) {
+  // Any fields here: the class is returned as Data.TaggedError's own generic class, which types them.
+  class Quiet extends Data.TaggedError(tag)<Record<string, unknown>> {
+    constructor(args: Record<string, unknown>) {
       const limit = Error.stackTraceLimit
       Error.stackTraceLimit = 0
       try {

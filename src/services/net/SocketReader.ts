@@ -58,18 +58,6 @@ export interface ReadClient<A, E> {
   readFailed(error: ReadError | E): void
 }
 
-/** Where a socket keeps its reader, for the listeners every reader shares. One reader per socket. */
-const READER = Symbol("portal.socketReader")
-type ReaderSocket = Socket & { [READER]?: SocketReader }
-
-// The socket's listeners while a read waits, shared by every reader (Node calls them with the socket as `this`):
-// a flood's connections are mostly a read or two that never completes, and three closures each were a tenth of one.
-function onReaderData(this: ReaderSocket, chunk: Buffer): void {
-  this[READER]?.received(chunk)
-}
-function onReaderEnd(this: ReaderSocket): void {
-  this[READER]?.closed()
-}
 const onReaderTimeout = (reader: SocketReader, ms: number): void => reader.timedOut(ms)
 
 export class SocketReader {
@@ -85,11 +73,16 @@ export class SocketReader {
    * waits for its client give way to a newcomer (RateLimiter.enterHandshake).
    */
   onWaiting: WaitingWatcher | undefined = undefined
+  /**
+   * The socket's one listener while a read waits, for `data`, `end` and `close` alike (only `data` passes a Buffer):
+   * made on the first wait, one closure instead of three. Not a property on the socket: Node's sockets would then
+   * have two hidden classes (the players' and the backends'), and its code handling them got slower for it.
+   */
+  private listener: ((chunk?: unknown) => void) | undefined = undefined
 
   constructor(readonly socket: Socket) {
     // Until the first read the socket must not flow: bytes wait in the kernel and Node's buffer.
     socket.pause()
-    ;(socket as ReaderSocket)[READER] = this
   }
 
   /** Bytes received but not consumed by any parse; they belong to whatever comes next. */
@@ -176,10 +169,11 @@ export class SocketReader {
     this.during = during
     this.limit = limit
     this.timer = setTimeout(onReaderTimeout, timeoutMs, this, timeoutMs)
-    this.socket.on("data", onReaderData)
-    this.socket.on("end", onReaderEnd)
+    const listener = (this.listener ??= (chunk) => (chunk instanceof Buffer ? this.received(chunk) : this.closed()))
+    this.socket.on("data", listener)
+    this.socket.on("end", listener)
     // An error always ends in close (the socket is destroyed), so close covers it.
-    this.socket.on("close", onReaderEnd)
+    this.socket.on("close", listener)
     this.socket.resume()
     this.onWaiting?.waiting(true)
   }
@@ -206,16 +200,19 @@ export class SocketReader {
     this.pending = undefined
     clearTimeout(this.timer)
     this.timer = undefined
-    this.socket.off("data", onReaderData)
-    this.socket.off("end", onReaderEnd)
-    this.socket.off("close", onReaderEnd)
+    const listener = this.listener
+    if (listener !== undefined) {
+      this.socket.off("data", listener)
+      this.socket.off("end", listener)
+      this.socket.off("close", listener)
+    }
     this.socket.pause()
     if (client !== undefined) this.onWaiting?.waiting(false)
     return client
   }
 
-  /** Bytes from the socket (its `data` listener). */
-  received(chunk: Buffer): void {
+  /** Bytes from the socket. */
+  private received(chunk: Buffer): void {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
     const client = this.pending
     if (client === undefined) return
@@ -225,15 +222,15 @@ export class SocketReader {
     deliver(client, outcome)
   }
 
-  /** The peer ended or the socket closed (its `end` and `close` listeners). */
-  closed(): void {
+  /** The peer ended or the socket closed. */
+  private closed(): void {
     this.ended = true
     const during = this.during
     const client = this.stop()
     if (client !== undefined) client.readFailed(new ConnectionClosed({ during }))
   }
 
-  /** The waiting read's time is up (its timer). */
+  /** The waiting read's time is up (its timer, which passes the reader: no closure for it). */
   timedOut(ms: number): void {
     const during = this.during
     const client = this.stop()
