@@ -5,8 +5,8 @@
  *
  * It comes in two parts. `read` runs on plain callbacks, before the connection has a fiber, in one object per
  * connection (OpeningRead): most connections of a flood (garbage, stalled handshakes) end there, and a fiber with its
- * runtime is ten times what such a connection costs otherwise (docs/benchmarks.md, "Memory under a flood"). `screen` runs in the connection's fiber once the
- * handshake has arrived: the refusals, which log and write.
+ * runtime is ten times what such a connection costs otherwise (docs/benchmarks.md, "Memory under a flood"). `screen`
+ * runs in the connection's fiber once the handshake has arrived: the refusals, which log and write.
  */
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"

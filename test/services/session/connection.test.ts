@@ -8,25 +8,17 @@ import { proxyPeer } from "../../../src/services/session/opening.js"
 /** A socket that counts the address lookups (each a system call on a real one). */
 const countingSocket = () => {
   const asked: Array<string> = []
-  const socket = {
-    get remoteAddress() {
-      asked.push("remoteAddress")
-      return "::ffff:127.0.0.5"
-    },
-    get remotePort() {
-      asked.push("remotePort")
-      return 40001
-    },
-    get localAddress() {
-      asked.push("localAddress")
-      return "127.0.0.1"
-    },
-    get localPort() {
-      asked.push("localPort")
-      return 25565
-    }
-  } as unknown as Socket
-  return { socket, asked }
+  const answers = { remoteAddress: "::ffff:127.0.0.5", remotePort: 40001, localAddress: "127.0.0.1", localPort: 25565 }
+  const socket = {}
+  for (const [name, answer] of Object.entries(answers)) {
+    Object.defineProperty(socket, name, {
+      get() {
+        asked.push(name)
+        return answer
+      }
+    })
+  }
+  return { socket: socket as Socket, asked }
 }
 
 const header = (text: string) => {
