@@ -70,14 +70,18 @@ const unreachableAnswer = (request: StatusRequest): StatusAnswer => {
   return { json, text: JSON.stringify(json), source: "composed", state: "unreachable", reuseForMs: 0 }
 }
 
+/** How long a worker gathers session events, log lines and traces before it sends them to the main thread (ms). */
+const BATCH_MS = 10
+
 const levelOf = (level: string): LogLevelName => LOG_LEVELS.find((known) => known === level) ?? "info"
 
 export const runWorker = (data: WorkerData, port: MessagePort): void => {
   const post = (message: FromWorker) => port.postMessage(message)
   const calls = makeCalls((message) => port.postMessage(message))
 
-  // Session events, log lines and finished traces go to the main thread in batches, one message of each per turn of
-  // the event loop.
+  // Session events, log lines and finished traces go to the main thread in batches, one message of each at most every
+  // BATCH_MS. Per turn of the event loop, under a login rush each batch held a session or two, and the main thread
+  // spent about 28 µs a login waking up and decoding them; every 10 ms, about 13 (docs/benchmark-history.md).
   let pending: Array<SessionEvent> = []
   let logs: Array<WorkerLogRecord> = []
   let traces: Array<ConnectionTrace> = []
@@ -99,7 +103,7 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
   const soon = () => {
     if (flushing) return
     flushing = true
-    setImmediate(flush)
+    setTimeout(flush, BATCH_MS)
   }
   const emit = (event: SessionEvent) => {
     pending.push(event)
