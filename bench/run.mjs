@@ -80,6 +80,7 @@ const PLAN = smoke
       gameRounds: 1,
       memoryRounds: 1,
       coresRounds: 1,
+      coresWarmMs: 500,
       startup: { settleMs: 1000, starts: 1 },
       flood: { settleMs: 1000, windowMs: 2000, concurrency: 8, held: 100 },
       bulk: { warmMs: 200, windowMs: 800, count: 1, concurrency: 1 },
@@ -99,6 +100,9 @@ const PLAN = smoke
       gameRounds: 5,
       memoryRounds: 3,
       coresRounds: 3,
+      // The logins each multi-core proxy takes before its rounds: each worker compiles the login path for itself,
+      // and with two workers on this machine the rate settled only after about 5 s of load.
+      coresWarmMs: 6000,
       startup: { settleMs: 3500, starts: 3 },
       flood: { settleMs: 3500, windowMs: 40_000, concurrency: 32, held: 600 },
       bulk: { warmMs: 1000, windowMs: 3000, count: 1, concurrency: 1 },
@@ -388,7 +392,7 @@ const main = async () => {
           for (const workers of [1, manyWorkers]) coreTargets.push(await workersPortal(workers, { name: `workers_${workers}` }))
           started.push(...coreTargets)
           const size = (/** @type {{ warmMs: number, windowMs: number, count: number, concurrency: number }} */ plan) => ({ ...plan, generators })
-          for (const target of coreTargets) await scenarios.connectionRate(context, target, { ...size(PLAN.rate), warmMs: 0 })
+          for (const target of coreTargets) await scenarios.connectionRate(context, target, { ...size(PLAN.rate), warmMs: 0, windowMs: PLAN.coresWarmMs })
           await interleave("coresRate", coreTargets, PLAN.coresRounds, (target) => scenarios.connectionRate(context, target, size(PLAN.rate)))
           await interleave("coresStatus", coreTargets, PLAN.coresRounds, (target) => scenarios.statusPings(context, target, size(PLAN.status)))
           // As many bulk connections as proxy threads: one connection is relayed by one thread.
