@@ -5,3 +5,6 @@
 
 // memorySaving(on) -> undefined: V8's memory-saving mode on or off for the calling thread's isolate.
 napi_value MemorySaving(napi_env env, napi_callback_info info);
+
+// collectGarbage() -> undefined: a memory-reducing full collection of the calling thread's heap, now.
+napi_value CollectGarbage(napi_env env, napi_callback_info info);

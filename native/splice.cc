@@ -1335,6 +1335,7 @@ NAPI_MODULE_INIT() {
       {"cfb8Encrypt", nullptr, Cfb8Encrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"cfb8Decrypt", nullptr, Cfb8Decrypt, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"memorySaving", nullptr, MemorySaving, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"collectGarbage", nullptr, CollectGarbage, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties);
   return exports;

@@ -84,6 +84,8 @@ export interface NativeAddon {
   cfb8Decrypt(state: Uint8Array, input: Uint8Array, output: Uint8Array): void
   /** V8's memory-saving mode on or off for the calling thread's heap (native/heapMode.cc). */
   memorySaving(on: boolean): void
+  /** A memory-reducing full collection of the calling thread's heap, now (native/heapMode.cc). */
+  collectGarbage(): void
 }
 
 export type NativeAddonLoad = { readonly addon: NativeAddon } | { readonly reason: string }
@@ -141,4 +143,10 @@ export const limitMallocArenas = (count: number): boolean => {
 export const memorySavingSwitch = (): ((on: boolean) => void) | undefined => {
   const loaded = loadNativeAddon()
   return "addon" in loaded && typeof loaded.addon.memorySaving === "function" ? loaded.addon.memorySaving : undefined
+}
+
+/** The addon's memory-reducing collection of the calling thread's heap, or undefined without it. */
+export const heapCollector = (): (() => void) | undefined => {
+  const loaded = loadNativeAddon()
+  return "addon" in loaded && typeof loaded.addon.collectGarbage === "function" ? loaded.addon.collectGarbage : undefined
 }
