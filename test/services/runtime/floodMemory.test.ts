@@ -1,4 +1,4 @@
-/** V8's memory-saving mode while a handshake flood lasts (services/runtime/floodMemory.ts), on a clock of its own. */
+/** V8's memory-saving mode and the collections asked for while a handshake flood lasts (services/runtime/floodMemory.ts). */
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "vitest"
 import { loadNativeAddon } from "../../../src/services/native/addon.js"
