@@ -286,6 +286,9 @@ const make = (options: ServerManagerOptions) =>
           switch (status.state) {
             case "online":
             case "unreachable":
+              // A join counts as activity at once: the registry may list the player a little later (a worker's
+              // sessions arrive in batches), and an idle check in between must not stop the server under them.
+              entry.lastBusy = yield* monotonicMillis
               return ONLINE
             case "offline":
               return { _tag: "Unavailable", state: status.state, reason: status.reason }

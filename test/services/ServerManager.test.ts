@@ -265,6 +265,22 @@ describe("ServerManager", () => {
     }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make)))
   })
 
+  it.scoped("a join counts as activity before the registry lists the player", () => {
+    const fakes = fakeProviders({ lobby: { initial: { _tag: "Running", detail: "already up" } } })
+    return Effect.gen(function* () {
+      const manager = yield* ServerManager
+      // Idle for 59 s; then a join is asked for (a worker's player, not listed in this registry yet).
+      yield* TestClock.adjust("59 seconds")
+      expect(yield* manager.ensureOnline("lobby")).toEqual({ _tag: "Online" })
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* manager.stateOf("lobby")).toBe("online")
+      // A minute after the join with nobody listed, it stops.
+      yield* TestClock.adjust("35 seconds")
+      expect(yield* manager.stateOf("lobby")).not.toBe("online")
+      expect(fakes.get("lobby").stops).toBe(1)
+    }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make)))
+  })
+
   it.scoped("without shutdown_after an idle server stays online", () => {
     const fakes = fakeProviders({ lobby: { initial: { _tag: "Running", detail: "already up" } } })
     return Effect.gen(function* () {
