@@ -22,11 +22,16 @@ export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforc
     const bans = yield* BanStore
     const registry = yield* PlayerRegistry
 
-    /** Ends every live session a ban in force now matches, except those in `ended`, which it adds them to. */
+    /**
+     * Ends every live session a ban in force now matches, except those in `ended`, which it adds them to (and from
+     * which it drops the sessions no longer listed).
+     */
     const endBanned = (ended: Set<number>) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const sessions = yield* registry.list
+        const listed = new Set(sessions.map((session) => session.id))
+        for (const id of ended) if (!listed.has(id)) ended.delete(id)
         for (const session of sessions) {
           if (ended.has(session.id)) continue
           const ban =
@@ -47,12 +52,15 @@ export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforc
       (ended) => ended.size
     )
 
+    // The sessions the enforcer ended that are still listed (their connections closing): not ended, nor logged, twice.
+    const ended = new Set<number>()
+    const scope = yield* Effect.scope
     const changes = yield* bans.subscribe
     yield* changes.pipe(
       Stream.filter((change) => change.added.length > 0),
-      // A session ended the first time is still listed until its connection has closed: not ended (or logged) twice.
+      // The second look runs on its own, so that a burst of changes is enforced without waiting on it.
       Stream.runForEach(() =>
-        Effect.suspend(() => endBanned(new Set())).pipe(Effect.tap(() => Effect.sleep(LATE_SESSIONS)), Effect.flatMap(endBanned))
+        endBanned(ended).pipe(Effect.zipRight(Effect.forkIn(Effect.zipRight(Effect.sleep(LATE_SESSIONS), endBanned(ended)), scope)))
       ),
       Effect.forkScoped
     )

@@ -87,6 +87,24 @@ describe("BanEnforcer", () => {
     }).pipe(Effect.provide(layer().pipe(Layer.provide(logs.layer))))
   })
 
+  it.scoped("a burst of bans is enforced at once, each change without waiting on the second looks of those before it", () =>
+    Effect.gen(function* () {
+      const registry = yield* PlayerRegistry
+      const bans = yield* BanStore
+      yield* BanEnforcer
+      const reasons: Array<string> = []
+      registry.track(entry(1, "Player5")).attachEnder({ end: (reason) => reasons.push(reason) })
+      for (let i = 1; i <= 5; i++) yield* bans.add({ target: { type: "username", value: `Player${i}` }, reason: `ban ${i}`, source: "test" })
+      yield* settle
+      expect(reasons).toHaveLength(1)
+      expect(reasons[0]).toContain("ban 5")
+      // The second looks come and find nothing more to end.
+      yield* TestClock.adjust(LATE_SESSIONS)
+      yield* settle
+      expect(reasons).toHaveLength(1)
+    }).pipe(Effect.provide(layer()))
+  )
+
   it.scoped("enforce, asked directly, ends what the bans in force match and says how many", () =>
     Effect.gen(function* () {
       const registry = yield* PlayerRegistry
