@@ -54,3 +54,16 @@ export const DurationString = Schema.transformOrFail(DurationText, Schema.Durati
     }),
   encode: (duration) => ParseResult.succeed(formatDurationMillis(Duration.toMillis(duration)))
 }).annotations({ identifier: "Duration" })
+
+/** A duration that must be above zero: a zero interval would spin, a zero timeout would refuse everything. */
+export const PositiveDuration = DurationString.pipe(
+  Schema.filter((duration) => Duration.toMillis(duration) > 0 || "expected a duration above zero")
+)
+
+/** The longest wait Portal accepts for a timer: Node's timers hold at most 2^31-1 ms (about 24.8 days). */
+export const MAX_TIMER_MILLIS = 24 * 86_400_000
+
+/** A duration a timer waits for: above zero and at most 24 days (a longer one would overflow Node's timer and fire at once). */
+export const TimerDuration = PositiveDuration.pipe(
+  Schema.filter((duration) => Duration.toMillis(duration) <= MAX_TIMER_MILLIS || "expected a duration of at most 24d")
+).annotations({ identifier: "Duration" })

@@ -18,16 +18,16 @@ import {
   withDefault
 } from "./common.js"
 import { DEFAULT_CONTAINER_ENDPOINT, parseContainerEndpoint } from "./ContainerEndpoint.js"
-import { DurationString } from "./Duration.js"
+import { DurationString, PositiveDuration, TimerDuration } from "./Duration.js"
 
 export const PORTAL_VERSION = "0.1.0"
 
 export const RateLimit = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),
   max_connections: withDefault(PositiveInt, () => 3),
-  window: withDefault(DurationString, () => Duration.seconds(10)),
+  window: withDefault(PositiveDuration, () => Duration.seconds(10)),
   status_max: withDefault(PositiveInt, () => 300),
-  status_window: withDefault(DurationString, () => Duration.seconds(10))
+  status_window: withDefault(PositiveDuration, () => Duration.seconds(10))
 }).annotations({ identifier: "RateLimit" })
 
 export const StatusCache = Schema.Struct({
@@ -43,7 +43,7 @@ export const Keepalive = Schema.Struct({
 
 export const Ban = Schema.Struct({
   file: withDefault(NonEmptyString, () => "bans.json"),
-  purge_interval: withDefault(DurationString, () => Duration.seconds(300)),
+  purge_interval: withDefault(TimerDuration, () => Duration.seconds(300)),
   enable_audit_log: withDefault(Schema.Boolean, () => true)
 }).annotations({ identifier: "Ban" })
 
@@ -52,21 +52,16 @@ const ContainerEndpointText = Schema.String.pipe(
   Schema.filter((text) => Either.match(parseContainerEndpoint(text), { onLeft: (reason) => reason, onRight: () => true }))
 ).annotations({ identifier: "ContainerEndpoint" })
 
-/** A duration that must be above zero: a zero interval would spin. */
-const PositiveDuration = DurationString.pipe(
-  Schema.filter((duration) => Duration.toMillis(duration) > 0 || "expected a duration above zero")
-)
-
 export const Containers = Schema.Struct({
   endpoint: withDefault(ContainerEndpointText, () => DEFAULT_CONTAINER_ENDPOINT),
   network: optional(NonEmptyString),
-  poll_interval: withDefault(PositiveDuration, () => Duration.seconds(30)),
-  reconnect_delay: withDefault(PositiveDuration, () => Duration.seconds(5))
+  poll_interval: withDefault(TimerDuration, () => Duration.seconds(30)),
+  reconnect_delay: withDefault(TimerDuration, () => Duration.seconds(5))
 }).annotations({ identifier: "Containers" })
 
 export const TelemetryMetrics = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => true),
-  export_interval: withDefault(DurationString, () => Duration.seconds(15))
+  export_interval: withDefault(TimerDuration, () => Duration.seconds(15))
 }).annotations({ identifier: "TelemetryMetrics" })
 
 export const TelemetryTraces = Schema.Struct({
@@ -165,9 +160,9 @@ export const PluginId = Schema.String.pipe(
 export const ActiveHealth = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),
   kind: withDefault(oneOf(...ACTIVE_HEALTH_KINDS), () => "tcp" as const),
-  interval: withDefault(DurationString, () => Duration.seconds(10)),
-  unhealthy_interval: withDefault(DurationString, () => Duration.seconds(5)),
-  timeout: withDefault(DurationString, () => Duration.seconds(2)),
+  interval: withDefault(TimerDuration, () => Duration.seconds(10)),
+  unhealthy_interval: withDefault(TimerDuration, () => Duration.seconds(5)),
+  timeout: withDefault(TimerDuration, () => Duration.seconds(2)),
   max_concurrent: withDefault(PositiveInt, () => 16)
 }).annotations({ identifier: "ActiveHealth" })
 export type ActiveHealth = typeof ActiveHealth.Type
@@ -175,7 +170,7 @@ export type ActiveHealth = typeof ActiveHealth.Type
 export const GlobalConfig = Schema.Struct({
   bind: withDefault(hostPortSchema({ defaultPort: 25565, allowPortZero: true }), () => ({ host: "0.0.0.0", port: 25565 })),
   max_connections: withDefault(NonNegativeInt, () => 0),
-  connect_timeout: withDefault(DurationString, () => Duration.seconds(5)),
+  connect_timeout: withDefault(TimerDuration, () => Duration.seconds(5)),
   connect_max_attempts: withDefault(NonNegativeInt, () => 3),
   receive_proxy_protocol: withDefault(Schema.Boolean, () => false),
   servers_dir: withDefault(NonEmptyString, () => "./servers"),

@@ -17,7 +17,7 @@ import {
   urlWithSchemes,
   withDefault
 } from "./common.js"
-import { DurationString } from "./Duration.js"
+import { DurationString, TimerDuration } from "./Duration.js"
 import { isValidHost, parseHostPort } from "./HostPort.js"
 
 export const DEFAULT_BACKEND_PORT = 25565
@@ -88,9 +88,9 @@ export const Address = Schema.transformOrFail(
 export const ActiveHealthOverride = Schema.Struct({
   enabled: optional(Schema.Boolean),
   kind: optional(oneOf(...ACTIVE_HEALTH_KINDS)),
-  interval: optional(DurationString),
-  unhealthy_interval: optional(DurationString),
-  timeout: optional(DurationString),
+  interval: optional(TimerDuration),
+  unhealthy_interval: optional(TimerDuration),
+  timeout: optional(TimerDuration),
   max_concurrent: optional(PositiveInt)
 }).annotations({ identifier: "ActiveHealthOverride" })
 
@@ -109,9 +109,9 @@ export type DomainRewrite = typeof DomainRewrite.Type
 
 /** `[timeouts]`: `connect` falls back to the global `connect_timeout` when not written. */
 export const Timeouts = Schema.Struct({
-  connect: optional(DurationString),
-  read: withDefault(DurationString, () => Duration.seconds(30)),
-  write: withDefault(DurationString, () => Duration.seconds(30))
+  connect: optional(TimerDuration),
+  read: withDefault(TimerDuration, () => Duration.seconds(30)),
+  write: withDefault(TimerDuration, () => Duration.seconds(30))
 }).annotations({ identifier: "Timeouts" })
 
 export const LocalManager = Schema.Struct({
@@ -120,9 +120,9 @@ export const LocalManager = Schema.Struct({
   working_dir: NonEmptyString,
   args: withDefault(Schema.Array(Schema.String), () => []),
   ready_pattern: withDefault(NonEmptyString, () => 'For help, type "help"'),
-  shutdown_timeout: withDefault(DurationString, () => Duration.seconds(30)),
-  shutdown_after: optional(DurationString),
-  start_timeout: withDefault(DurationString, () => Duration.seconds(60))
+  shutdown_timeout: withDefault(TimerDuration, () => Duration.seconds(30)),
+  shutdown_after: optional(TimerDuration),
+  start_timeout: withDefault(TimerDuration, () => Duration.seconds(60))
 }).annotations({ identifier: "LocalServerManager" })
 
 const remoteManager = <T extends "panel" | "controller">(type: T) =>
@@ -131,9 +131,9 @@ const remoteManager = <T extends "panel" | "controller">(type: T) =>
     api_url: urlWithSchemes(["http", "https"], false),
     api_key: NonEmptyString,
     server_id: NonEmptyString,
-    shutdown_after: optional(DurationString),
-    start_timeout: withDefault(DurationString, () => Duration.seconds(60)),
-    poll_interval: withDefault(DurationString, () => Duration.seconds(5))
+    shutdown_after: optional(TimerDuration),
+    start_timeout: withDefault(TimerDuration, () => Duration.seconds(60)),
+    poll_interval: withDefault(TimerDuration, () => Duration.seconds(5))
   })
 
 export const PanelManager = remoteManager("panel").annotations({ identifier: "PanelServerManager" })

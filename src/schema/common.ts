@@ -2,8 +2,8 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import ipaddr from "ipaddr.js"
 import { parseHostPort, type HostPort } from "./HostPort.js"
+import { parseStrictAddress, parseStrictCidr } from "./ipAddress.js"
 
 /** An optional key with a default; `exact` keeps `undefined` out of the error messages. */
 export const withDefault = <A, I, R>(schema: Schema.Schema<A, I, R>, value: () => NoInfer<A>) =>
@@ -58,14 +58,12 @@ export const Cidr = Schema.String.pipe(
   Schema.filter((text) => {
     const value = text.trim()
     if (value.includes("/")) {
-      try {
-        ipaddr.parseCIDR(value)
-        return true
-      } catch {
-        return `${JSON.stringify(text)} is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")`
-      }
+      return (
+        parseStrictCidr(value) !== undefined ||
+        `${JSON.stringify(text)} is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")`
+      )
     }
-    return ipaddr.isValid(value) || `${JSON.stringify(text)} is not an IP address or CIDR range`
+    return parseStrictAddress(value) !== undefined || `${JSON.stringify(text)} is not an IP address or CIDR range`
   })
 ).annotations({ identifier: "Cidr" })
 

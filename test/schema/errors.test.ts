@@ -149,6 +149,14 @@ describe("values", () => {
       'servers/lobby.toml: ip_filter.whitelist[0]: "banana" is not an IP address or CIDR range'
     ])
     expect(globalProblems(`[ip_filter]\nwhitelist = ["10.0.0.0/8", "2001:db8::/32", "192.168.1.7"]`)).toEqual([])
+    // Forms ipaddr.js would read with another meaning (127/8 as 0.0.0.127/8, octal, short) are refused.
+    expect(globalProblems(`[ip_filter]\nblacklist = ["127/8", "192.168.001.010", "10", "0x7f.0.0.1", "10.0.0.0/8x"]`)).toEqual([
+      'proxy.toml: ip_filter.blacklist[0]: "127/8" is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")',
+      'proxy.toml: ip_filter.blacklist[1]: "192.168.001.010" is not an IP address or CIDR range',
+      'proxy.toml: ip_filter.blacklist[2]: "10" is not an IP address or CIDR range',
+      'proxy.toml: ip_filter.blacklist[3]: "0x7f.0.0.1" is not an IP address or CIDR range',
+      'proxy.toml: ip_filter.blacklist[4]: "10.0.0.0/8x" is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")'
+    ])
   })
 
   it("URL shape of endpoint and api_url", () => {
@@ -171,6 +179,25 @@ describe("values", () => {
     expect(globalProblems(`connect_timeout = 5`)).toEqual([
       'proxy.toml: connect_timeout: expected a duration such as "500ms", "5s", "1h30m" or "7d", got 5'
     ])
+    // A zero timer would spin or refuse every connection; one past 24 days would overflow Node's timer and fire at once.
+    expect(globalProblems(`connect_timeout = "0s"\n[ban]\npurge_interval = "0ms"\n[telemetry.metrics]\nexport_interval = "0s"`)).toEqual([
+      "proxy.toml: connect_timeout: expected a duration above zero",
+      "proxy.toml: ban.purge_interval: expected a duration above zero",
+      "proxy.toml: telemetry.metrics.export_interval: expected a duration above zero"
+    ])
+    expect(globalProblems(`connect_timeout = "30d"\n[active_health]\ninterval = "25d"`)).toEqual([
+      "proxy.toml: connect_timeout: expected a duration of at most 24d",
+      "proxy.toml: active_health.interval: expected a duration of at most 24d"
+    ])
+    expect(globalProblems(`connect_timeout = "24d"\n[rate_limit]\nwindow = "1h"\n[status_cache]\nttl = "0s"`)).toEqual([])
+    expect(globalProblems(`[rate_limit]\nwindow = "0s"`)).toEqual(["proxy.toml: rate_limit.window: expected a duration above zero"])
+    expect(serverProblems(server(`[timeouts]\nread = "0s"\nconnect = "0s"`))).toEqual([
+      "servers/lobby.toml: timeouts.connect: expected a duration above zero",
+      "servers/lobby.toml: timeouts.read: expected a duration above zero"
+    ])
+    expect(
+      serverProblems(server(`[server_manager]\ntype = "panel"\napi_url = "http://p"\napi_key = "k"\nserver_id = "s"\npoll_interval = "0s"`))
+    ).toEqual(["servers/lobby.toml: server_manager.poll_interval: expected a duration above zero"])
     expect(globalProblems(`receive_proxy_protocol = "yes"`)).toEqual(['proxy.toml: receive_proxy_protocol: expected true or false, got "yes"'])
     expect(globalProblems(`rate_limit = 5`)).toEqual(["proxy.toml: rate_limit: expected a table, got 5"])
     expect(serverProblems(`addresses = "10.0.0.1"`)).toEqual(['servers/lobby.toml: addresses: expected an array, got "10.0.0.1"'])

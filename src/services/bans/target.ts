@@ -5,6 +5,7 @@
  */
 import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
+import { type IpAddress, parseStrictAddress } from "../../schema/ipAddress.js"
 
 export type BanTargetType = "ip" | "username" | "uuid"
 
@@ -13,14 +14,10 @@ export interface BanTarget {
   readonly value: string
 }
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6
+type Address = IpAddress
 
-/** Dotted quads and IPv6 only: ipaddr.js also reads forms such as `127.1` or `0x7f.0.0.1`, which nobody means in a ban. */
-const parseStrict = (text: string): Address | undefined => {
-  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text)
-  if (text.includes(":") && !text.includes("%") && ipaddr.IPv6.isValid(text)) return ipaddr.IPv6.parse(text)
-  return undefined
-}
+// Dotted quads and IPv6 only, as in the configuration's IP filters.
+const parseStrict = parseStrictAddress
 
 const unmap = (address: Address): Address =>
   address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address
