@@ -353,5 +353,51 @@ describe("the legacy BungeeCord channel", () => {
     await waitFor(() => (heard.includes("portal:hello") ? true : undefined), { what: "the player's own channel on the backend" })
     await portal.waitForLog(/dropped a bungeecord:main plugin message from the player/)
     expect(heard).toEqual(["portal:hello"])
+
+    // In configuration too: a backend that reconfigures its player must not hear the player pose as the proxy either.
+    const serverSide = backend.clients.get("Poser")
+    const acknowledged = new Promise((resolve) => serverSide.once("configuration_acknowledged", resolve))
+    serverSide.write("start_configuration", {})
+    await acknowledged
+    serverSide.state = "configuration"
+    player.raw.write("custom_payload", { channel: "bungeecord:main", data: Buffer.concat([utf("Forward"), utf("ALL")]) })
+    player.raw.write("custom_payload", { channel: "portal:again", data: Buffer.from([4]) })
+    await waitFor(() => (heard.includes("portal:again") ? true : undefined), { what: "the player's channel in configuration" })
+    await waitFor(() => portal.logs.filter((line) => /dropped a bungeecord:main plugin message from the player/.test(line)).length === 2, { what: "the second message dropped" })
+    expect(heard).toEqual(["portal:hello", "portal:again"])
+  })
+
+  it("a backend that compresses every packet (threshold 0): its requests are answered, its state changes and kicks followed", { timeout: 30_000 }, async () => {
+    const backend = await startPacketBackend({ compressionThreshold: 0 })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n[forwarding]\nmode = "legacy"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const player = connectClient(portal.port, { version: "1.21.4", username: "Squeezed", host: "off.example" })
+    expect((await player.joined)._tag).toBe("Joined")
+    await waitFor(() => backend.clients.has("Squeezed"), { what: "the player on the backend" })
+    const leaked: Array<string> = []
+    player.raw.on("custom_payload", (packet: { channel: string }) => leaked.push(packet.channel))
+    const plugin = pluginOf(backend, "Squeezed")
+    plugin.ask("GetServer")
+    const [answer] = await plugin.answers(1, { taken: 0 })
+    expect(readFields(answer!)).toEqual(["GetServer", "off"])
+    // A reconfiguration and back: Portal follows both compressed state changes, so the channel answers again after.
+    const serverSide = backend.clients.get("Squeezed")
+    const acknowledged = new Promise((resolve) => serverSide.once("configuration_acknowledged", resolve))
+    serverSide.write("start_configuration", {})
+    await acknowledged
+    serverSide.state = "configuration"
+    const finished = new Promise((resolve) => serverSide.once("finish_configuration", resolve))
+    serverSide.write("finish_configuration", {})
+    await finished
+    serverSide.state = "play"
+    plugin.ask("GetServer")
+    await plugin.answers(1, { taken: 1 })
+    expect(leaked.filter(isBungee)).toEqual([])
+    // The backend's kick in play, compressed: the player reads it as a play Disconnect and the session ends at once.
+    serverSide.write("kick_disconnect", { reason: { type: "compound", name: "", value: { text: { type: "string", value: "squeezed out" } } } })
+    expect(await player.ended).toBe("squeezed out")
+    await portal.waitForLog(/Squeezed .* left off after .*\(backend closed;/)
   })
 })

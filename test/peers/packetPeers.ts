@@ -57,17 +57,33 @@ export interface PacketBackend {
   close(): Promise<void>
 }
 
-/** A backend in offline mode with compression; every second it sends each player a chat line. */
+/**
+ * A backend in offline mode with compression (a threshold of 256 unless given; a negative one: no Set Compression);
+ * every second it sends each player a chat line.
+ */
 export const startPacketBackend = async (options: { compressionThreshold?: number } = {}): Promise<PacketBackend> => {
+  const threshold = options.compressionThreshold ?? 256
   const server = mc.createServer({
     "online-mode": false,
     host: "127.0.0.1",
     port: 0,
     version: false,
-    compressionThreshold: options.compressionThreshold ?? 256,
     keepAlive: true,
     hideErrors: true,
-    motd: "packet backend"
+    motd: "packet backend",
+    // minecraft-protocol's server always sends Set Compression 256 whatever it is given: its login is made to send
+    // the threshold asked for here instead, and to compress with it.
+    beforeLogin: (client: McClient) => {
+      const write = client.write.bind(client)
+      client.write = (name: string, params: unknown) => {
+        if (name !== "compress") return write(name, params)
+        if (threshold >= 0) write(name, { threshold })
+      }
+      const setThreshold = client.setCompressionThreshold.bind(client)
+      client.setCompressionThreshold = () => {
+        if (threshold >= 0) setThreshold(threshold)
+      }
+    }
   })
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve)

@@ -38,7 +38,7 @@ interface FakePeer extends BungeePeer {
   readonly ended: Array<unknown>
 }
 
-const peer = (name: string, serverId: string, protocolVersion = 765): FakePeer => {
+const peer = (name: string, serverId: string, protocolVersion = 765, reachesBackend = true): FakePeer => {
   const sent: FakePeer["sent"] = []
   const chat: Array<unknown> = []
   const ended: Array<unknown> = []
@@ -49,6 +49,7 @@ const peer = (name: string, serverId: string, protocolVersion = 765): FakePeer =
     clientIp: "203.0.113.7",
     clientPort: 50000,
     protocolVersion,
+    reachesBackend,
     sent,
     chat,
     ended,
@@ -265,6 +266,21 @@ describe("the BungeeCord channel", () => {
     expect(carol.chat).toEqual(["everyone", "you"])
     expect(deliverHere({ _tag: "Kick", player: "Bob", reason: "out" })).toEqual(["lobby"])
     expect(bob.ended).toEqual(["out"])
+  })
+
+  it("forwards through a session of the server that is in play, not one still logging in or reconfigured", () => {
+    const dora = live(peer("Dora", "arena", 767, false))
+    const erin = live(peer("Erin", "arena", 767))
+    const data = new Uint8Array([0, 1, 0, 0, 8])
+    expect(deliverHere({ _tag: "Forward", server: "arena", skip: [], data })).toEqual(["arena"])
+    expect(deliverHere({ _tag: "Forward", server: undefined, skip: ["lobby", "games"], data })).toEqual(["arena"])
+    expect(dora.sent).toEqual([])
+    expect(erin.sent).toHaveLength(2)
+    // A named player who cannot be reached now is not reported as reached (another thread may hold a newer session).
+    expect(deliverHere({ _tag: "ForwardToPlayer", player: "dora", data })).toEqual([])
+    const fay = live(peer("Fay", "quiet", 767, false))
+    expect(deliverHere({ _tag: "Forward", server: "quiet", skip: [], data })).toEqual([])
+    expect(fay.sent).toEqual([])
   })
 })
 

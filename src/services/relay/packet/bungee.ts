@@ -33,11 +33,18 @@ export interface BungeePeer {
   readonly clientIp: string
   readonly clientPort: number
   readonly protocolVersion: number
+  /** Whether a plugin message to the backend would be sent now: both sides in play, the session not ending. */
+  readonly reachesBackend: boolean
   /** A plugin message to the session's backend (once in play). */
   readonly sendToBackend: (channel: string, data: Buffer) => void
   /** A system chat message to the player (once in play). */
   readonly sendChat: (message: TextComponent) => void
   readonly end: (reason: TextComponent) => void
+}
+
+const firstReaching = (peers: Iterable<BungeePeer>): BungeePeer | undefined => {
+  for (const peer of peers) if (peer.reachesBackend) return peer
+  return undefined
 }
 
 /** The packet sessions of this thread, by server and by lower-cased player name. */
@@ -66,20 +73,23 @@ class LiveSessions {
     return this.byName.get(name.toLowerCase())
   }
 
-  /** One session on each server that has any (except those in `skip`): the way a message reaches a backend. */
+  /**
+   * One session on each server that has one in play (except those in `skip`): the way a message reaches a backend.
+   * A session still logging in or being reconfigured cannot carry it, so another on the same server is taken.
+   */
   onePerServer(skip: ReadonlySet<string>): Array<BungeePeer> {
     const out: Array<BungeePeer> = []
     for (const [serverId, set] of this.byServer) {
       if (skip.has(serverId)) continue
-      const first = set.values().next()
-      if (first.done !== true) out.push(first.value)
+      const peer = firstReaching(set)
+      if (peer !== undefined) out.push(peer)
     }
     return out
   }
 
   oneOn(serverId: string): BungeePeer | undefined {
-    const first = this.byServer.get(serverId)?.values().next()
-    return first === undefined || first.done === true ? undefined : first.value
+    const set = this.byServer.get(serverId)
+    return set === undefined ? undefined : firstReaching(set)
   }
 
   all(): Array<BungeePeer> {
@@ -222,7 +232,7 @@ export const deliverHere = (delivery: ChannelDelivery): ReadonlyArray<string> =>
     }
     case "ForwardToPlayer": {
       const target = liveSessions.named(delivery.player)
-      if (target === undefined) return []
+      if (target === undefined || !target.reachesBackend) return []
       target.sendToBackend(bungeeChannelFor(target.protocolVersion), asBuffer(delivery.data))
       return [target.serverId]
     }
