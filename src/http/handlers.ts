@@ -41,6 +41,7 @@ import {
   UnsupportedMediaType
 } from "./schemas.js"
 import { banView, matchesPlayer, playerView, type Views } from "./views.js"
+import { banDurationProblem } from "../services/bans/banDuration.js"
 
 /** Who the audit log names for changes made through the API. */
 export const API_SOURCE = "api"
@@ -253,6 +254,8 @@ export const makeHandlers = (views: Views, hub: EventHub) => {
                 : yield* Either.mapLeft(decodeDuration(payload.duration), () =>
                     badRequest("invalid_duration", `${JSON.stringify(payload.duration)} is not a duration (for example 30m, 7d, 1h30m)`)
                   )
+            const problem = duration === undefined ? undefined : banDurationProblem(duration)
+            if (problem !== undefined) return yield* Effect.fail(badRequest("invalid_duration", problem))
             const ban = yield* bans
               .add({ target, reason: payload.reason ?? "", source: API_SOURCE, ...(duration !== undefined ? { duration } : {}) })
               .pipe(Effect.catchTag("BanStoreError", internal("cannot record the ban")))

@@ -211,6 +211,13 @@ describe("errors", () => {
     expect(
       await body(await web.request("/api/v1/bans", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ target: { type: "ip", value: "1.2.3.4" }, duration: "soon" }) }))
     ).toMatchObject({ status: 400, body: { error: { code: "invalid_duration" } } })
+    // A zero or an endless duration is the caller's mistake, refused before anything is written.
+    for (const duration of ["0s", "999999999d"]) {
+      expect(
+        await body(await web.request("/api/v1/bans", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ target: { type: "ip", value: "1.2.3.5" }, duration }) }))
+      ).toMatchObject({ status: 400, body: { error: { code: "invalid_duration" } } })
+    }
+    expect(await body(await web.request("/api/v1/bans/check?ip=1.2.3.5"))).toMatchObject({ status: 200, body: { banned: false } })
     const invalid = await body(await web.request("/api/v1/servers/broken", { method: "PUT", headers: TOML, body: `domains = ["b.example.com"]\naddreses = []` }))
     expect(invalid.status).toBe(400)
     expect(invalid.body.error.code).toBe("invalid_config")

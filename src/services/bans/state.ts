@@ -17,6 +17,7 @@ import * as Stream from "effect/Stream"
 import { AUDIT_LOG_LIMIT, type AuditEntry, type Ban, type BanFileContent } from "./file.js"
 import { type BanIndex, buildIndex, findIpBan, findPlayerBan, isActive } from "./lookup.js"
 import { type BanTarget, describeTarget, normaliseTarget, targetKey } from "./target.js"
+import { banDurationProblem } from "./banDuration.js"
 
 export class BanStoreError extends Data.TaggedError("BanStoreError")<{ readonly reason: string }> {}
 
@@ -192,9 +193,8 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
               return yield* new BanStoreError({ reason: `${JSON.stringify(input.duration)} is not a duration` })
             }
             const duration = decoded.value
-            if (Duration.isFinite(duration) && Duration.toMillis(duration) <= 0) {
-              return yield* new BanStoreError({ reason: `a ban must last longer than 0 seconds, got ${Duration.format(duration)}` })
-            }
+            const problem = banDurationProblem(duration)
+            if (problem !== undefined) return yield* new BanStoreError({ reason: problem })
             return yield* change((current, nowMs) => {
               const ban: Ban = {
                 target,
