@@ -103,8 +103,10 @@ interface Entry {
   startAfterStop: boolean
   /** When the state last changed, on the monotonic clock (the status's `since` is a wall-clock date). */
   changedAt: number
-  /** Last idle check that saw a player, on the monotonic clock. */
+  /** Last idle check that saw a player (or the first that no longer did), on the monotonic clock. */
   lastBusy: number
+  /** Whether the last idle check saw a player. */
+  sawPlayers: boolean
   /** The state in `status`, readable synchronously by the connection path. */
   state: ServerState
 }
@@ -325,6 +327,14 @@ const make = (options: ServerManagerOptions) =>
         const now = yield* monotonicMillis
         if ((yield* registry.playersOn(entry.id)) > 0) {
           entry.lastBusy = now
+          entry.sawPlayers = true
+          return
+        }
+        if (entry.sawPlayers) {
+          // The last player left at some time since the previous check: the idle time counts from now, so a stop
+          // comes up to one check late, never early.
+          entry.sawPlayers = false
+          entry.lastBusy = now
           return
         }
         const changedAt = entry.changedAt
@@ -366,6 +376,7 @@ const make = (options: ServerManagerOptions) =>
           startAfterStop: false,
           changedAt: yield* monotonicMillis,
           lastBusy: 0,
+          sawPlayers: false,
           state: firstStatus.state
         }
         entry = created

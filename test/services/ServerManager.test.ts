@@ -265,6 +265,24 @@ describe("ServerManager", () => {
     }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make)))
   })
 
+  it.scoped("a player who leaves just after a check is given the whole of shutdown_after, never less", () => {
+    const fakes = fakeProviders({ lobby: { initial: { _tag: "Running", detail: "already up" } } })
+    return Effect.gen(function* () {
+      const manager = yield* ServerManager
+      // Checks run every 5 s; the player is seen by the check at 20 s and leaves at 24 s, just before the next.
+      const player = yield* playerOn("lobby", 1)
+      yield* TestClock.adjust("24 seconds")
+      yield* Scope.close(player, Exit.void)
+      // 60 s after the leave (84 s): a check counting from the last one that saw the player (20 s) would stop it.
+      yield* TestClock.adjust("60 seconds")
+      expect(yield* manager.stateOf("lobby")).toBe("online")
+      expect(fakes.get("lobby").stops).toBe(0)
+      // Within one more check interval it stops.
+      yield* TestClock.adjust("6 seconds")
+      expect(fakes.get("lobby").stops).toBe(1)
+    }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make)))
+  })
+
   it.scoped("a join counts as activity before the registry lists the player", () => {
     const fakes = fakeProviders({ lobby: { initial: { _tag: "Running", detail: "already up" } } })
     return Effect.gen(function* () {
