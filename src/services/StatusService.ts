@@ -50,6 +50,12 @@ export interface StatusAnswer {
   readonly reuseForMs: number
 }
 
+/**
+ * How long past its ttl a backend's answer still stands in for a failed fetch: long enough to hide a backend's
+ * passing hiccup, short enough that a server that went down is soon shown `unreachable`.
+ */
+export const STALE_GRACE_MS = 30_000
+
 /** How long a composed answer (a state's MOTD, player counts included) may be reused, at most. */
 export const COMPOSED_REUSE_MS = 1_000
 
@@ -101,8 +107,8 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
      * was reached and answered wrongly, or not at all, is worth a warning; one that cannot be reached is already
      * shown `unreachable`, and the login path and the Balancer report it.
      */
-    const logFailure = (server: ServerDefinition, key: string, error: FetchFailure) => {
-      const outcome = cache.any(key) === undefined ? "showing the unreachable MOTD" : "serving the last good answer"
+    const logFailure = (server: ServerDefinition, error: FetchFailure, staleKept: boolean) => {
+      const outcome = staleKept ? "serving the last good answer" : "showing the unreachable MOTD"
       return error._tag === "StatusFetchError"
         ? Effect.logWarning(`status of ${server.id} from ${error.address} failed: ${error.message}; ${outcome}`)
         : Effect.logDebug(`status of ${server.id} failed: ${error.message}; ${outcome}`)
@@ -139,7 +145,9 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           yield* fetchFromBackend(request, server).pipe(
             Effect.map((fetched) => fetched.json),
             Effect.tap((json) => Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => cache.set(key, json, at, maxEntries)))),
-            Effect.tapError((error) => logFailure(server, key, error)),
+            Effect.tapError((error) =>
+              Effect.flatMap(Clock.currentTimeMillis, (at) => logFailure(server, error, cache.stale(key, at, ttlMs + STALE_GRACE_MS) !== undefined))
+            ),
             Effect.exit,
             Effect.flatMap((exit) => Deferred.done(created, exit)),
             Effect.ensuring(Effect.sync(() => inflight.delete(key))),
@@ -155,7 +163,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
           const reuseForMs = stored === undefined || stored.value !== result.right ? 0 : ttlMs - (after - stored.storedAt)
           return { json: result.right, source: "backend" as const, reuseForMs: Math.max(0, reuseForMs) }
         }
-        const stale = cache.any(key)
+        const stale = cache.stale(key, yield* Clock.currentTimeMillis, ttlMs + STALE_GRACE_MS)
         if (stale !== undefined) {
           stats.statusCache("stale")
           return { json: stale, source: "stale" as const, reuseForMs: 0 }

@@ -8,14 +8,17 @@ describe("StatusCache", () => {
     cache.set("a", "A", 1000, 10)
     expect(cache.fresh("a", 1999, 1000)?.value).toBe("A")
     expect(cache.fresh("a", 2000, 1000)).toBeUndefined()
-    expect(cache.any("a")).toBe("A")
+    expect(cache.stale("a", 2000, 31_000)).toBe("A")
+    // Past the stale bound, a server that stopped answering is no longer shown as it was.
+    expect(cache.stale("a", 31_999, 31_000)).toBe("A")
+    expect(cache.stale("a", 32_000, 31_000)).toBeUndefined()
   })
 
   it("does not serve an entry stored after now (the clock was stepped back) as fresh", () => {
     const cache = new StatusCache<string>()
     cache.set("a", "A", 3_600_000, 10)
     expect(cache.fresh("a", 0, 1000)).toBeUndefined()
-    expect(cache.any("a")).toBe("A") // still the stale fallback
+    expect(cache.stale("a", 0, 3_600_001)).toBe("A") // still the stale fallback, for as long as the step
   })
 
   it("evicts the least recently used entry past max_entries", () => {

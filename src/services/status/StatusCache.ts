@@ -1,6 +1,6 @@
 /**
  * The status cache: least recently used entries go first past `maxEntries`; an entry is fresh for `ttl` and
- * kept afterwards as a stale fallback for when the backend fails. Time is passed in, so tests control it.
+ * serves a while longer as a stale fallback for when the backend fails. Time is passed in, so tests control it.
  */
 
 export interface CachedStatus<A> {
@@ -27,9 +27,14 @@ export class StatusCache<A> {
     return age >= 0 && age < ttlMs ? entry : undefined
   }
 
-  /** The entry whatever its age (the stale fallback). */
-  any(key: string): A | undefined {
-    return this.touch(key)?.value
+  /**
+   * The stale fallback: the entry if it was stored less than `maxAgeMs` ago (or as long "in the future", the clock
+   * stepped back since). Older, a server that stopped answering is shown as it is, not as it was.
+   */
+  stale(key: string, now: number, maxAgeMs: number): A | undefined {
+    const entry = this.touch(key)
+    if (entry === undefined) return undefined
+    return Math.abs(now - entry.storedAt) < maxAgeMs ? entry.value : undefined
   }
 
   set(key: string, value: A, now: number, maxEntries: number): void {
