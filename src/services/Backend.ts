@@ -51,7 +51,14 @@ export interface Dialed {
   /** When the attempt that connected started and ended (`performance.now()`). */
   readonly start: number
   readonly end: number
+  /**
+   * Gives back the session counted on `address` for least_conn and slow start (idempotent; nothing to give back
+   * unless the dial counted sessions): whoever ends the session calls it.
+   */
+  readonly release: () => void
 }
+
+const nothingCounted = (): void => {}
 
 const describeError = (error: unknown): string => {
   if (error instanceof Error) {
@@ -96,7 +103,7 @@ const make = (connectTo: Connector) =>
      * socket being connected; once it succeeds the caller owns the socket. A permanent error listener keeps a late
      * socket error from ever becoming an uncaught exception.
      */
-    const dial = (server: ServerDefinition, global: GlobalConfig): Effect.Effect<Dialed, BackendUnavailable> =>
+    const dial = (server: ServerDefinition, global: GlobalConfig, countSession = false): Effect.Effect<Dialed, BackendUnavailable> =>
       Effect.async<Dialed, BackendUnavailable>((resume) => {
         const order = balancer.dataPlane.order(server, monotonicMillisOf(clock))
         const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
@@ -105,11 +112,15 @@ const make = (connectTo: Connector) =>
         let socket: net.Socket | undefined
         let timer: NodeJS.Timeout | undefined
         let index = 0
+        // A login counts on the address it tries from the attempt on, not once connected: logins that arrive
+        // together must see each other in least_conn's counts and slow start's ramp.
+        let counted: () => void = nothingCounted
 
         const attempt = (): void => {
           if (index >= limit) return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
           const address = order[index++]!
           const start = performance.now()
+          if (countSession) counted = balancer.dataPlane.acquire(server, address)
           const current = connectTo(address)
           socket = current
           const settle = () => {
@@ -121,6 +132,8 @@ const make = (connectTo: Connector) =>
             settle()
             current.destroy()
             socket = undefined
+            counted()
+            counted = nothingCounted
             failures.push({ address: formatHostPort(address), reason, start, end: performance.now() })
             balancer.dataPlane.failed(server, address, monotonicMillisOf(clock))
             attempt()
@@ -133,7 +146,9 @@ const make = (connectTo: Connector) =>
             applyKeepalive(current, keepaliveParams(global))
             balancer.dataPlane.succeeded(server, address, monotonicMillisOf(clock))
             socket = undefined
-            resume(Effect.succeed({ socket: current, address, failures, start, end }))
+            const release = counted
+            counted = nothingCounted
+            resume(Effect.succeed({ socket: current, address, failures, start, end, release }))
           }
           timer = setTimeout(() => failed(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`), timeoutMs)
           current.once("error", onError)
@@ -143,6 +158,7 @@ const make = (connectTo: Connector) =>
         return Effect.sync(() => {
           clearTimeout(timer)
           socket?.destroy()
+          counted()
         })
       })
 

@@ -140,6 +140,18 @@ describe("balancing", () => {
     expect(emptier.players.size).toBe(1)
   })
 
+  it("least_conn counts a login from its connect on: eight logins at once split four and four", async () => {
+    const [a, b] = await backendsOf(["a", "b"], true)
+    const dir = makeConfigDir(proxyToml(), {
+      "s.toml": [`domains = ["s.example.com"]`, `balance = "least_conn"`, `addresses = ["127.0.0.1:${a!.port}", "127.0.0.1:${b!.port}"]`].join("\n")
+    })
+    const portal = await startPortal(dir.configFile)
+    // Eight: the handshakes one address may have in progress at once.
+    const joins = await Promise.all(Array.from({ length: 8 }, (_, i) => join(portal.port, "s.example.com", { username: `burst${i}` })))
+    expect(joins.map((result) => result._tag)).toEqual(Array.from({ length: 8 }, () => "Joined"))
+    expect([a!.players.size, b!.players.size]).toEqual([4, 4])
+  })
+
   it("connect_max_attempts bounds the addresses tried", async () => {
     const [down1, down2] = [await freePort(), await freePort()]
     const a = await startBackend("a")

@@ -14,7 +14,6 @@ import type { Socket } from "node:net"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { formatHostPort } from "../../schema/HostPort.js"
 import type { AttemptFailure, Backend } from "../Backend.js"
-import type { BalancerDataPlane } from "../Balancer.js"
 import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
 import { offlineUuid } from "../../protocol/forwarding.js"
 import { splitAddress } from "../../protocol/handshake.js"
@@ -36,7 +35,6 @@ export interface JoinServices {
   readonly stats: StatsDataPlane
   readonly backend: Pick<Backend, "dial" | "logFailures">
   readonly forwarding: Pick<Forwarding, "backendHandshake" | "modernSecret">
-  readonly balancer: BalancerDataPlane
   readonly relay: RelayDataPlane
   /** The BungeeCord channel of the packet modes reads player counts... */
   readonly registry: Pick<PlayerRegistryDataPlane, "countFor">
@@ -85,7 +83,7 @@ const noteFailures = (stats: StatsDataPlane, trace: ConnectionTrace | undefined,
   }
 }
 
-export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry, channel: network, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
+export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel: network, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
   /** Lines about a packet session, with the connection's fields, written outside any fiber. */
   const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
     debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
@@ -188,6 +186,7 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     mode: RelayMode,
     backendSocket: Socket,
     address: BackendAddress,
+    countedOnAddress: () => void,
     handshakeBytes: Buffer,
     modernSecret: string | undefined
   ): Effect.Effect<Joined> => {
@@ -195,7 +194,7 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const { connection, peer, reader } = opened
     const client = connection.socket
     if (gone(client)) return CLOSED
-    const releases = [admitted.lease.release, balancer.acquire(server, address)]
+    const releases = [admitted.lease.release, countedOnAddress]
     const preamble = backendPreamble(server, peer)
     const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
     let packet: PacketStart | undefined
@@ -229,7 +228,7 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
     const client = connection.socket
     if (gone(client)) return CLOSED
     const trace = connection.trace
-    return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global)), (dialed): Effect.Effect<Joined> => {
+    return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global, true)), (dialed): Effect.Effect<Joined> => {
       if (dialed._tag === "Left") {
         noteFailures(stats, trace, dialed.left.attempts)
         stats.rejected("backend_unreachable")
@@ -280,11 +279,18 @@ export const makeJoin = ({ stats, backend, forwarding, balancer, relay, registry
             "closed"
           )
         }
-        return startRelay(admitted, mode, backendSocket, address, ready.right.bytes, ready.right.secret)
+        return startRelay(admitted, mode, backendSocket, address, dialed.right.release, ready.right.bytes, ready.right.secret)
       })
       // The backend socket is the join's until a relay owns it.
       return (failures.length > 0 ? Effect.zipRight(backend.logFailures(server, failures), replayed) : replayed).pipe(
-        Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value === "relayed" ? Effect.void : Effect.sync(() => backendSocket.destroy())))
+        Effect.onExit((exit) =>
+          Exit.isSuccess(exit) && exit.value === "relayed"
+            ? Effect.void
+            : Effect.sync(() => {
+                backendSocket.destroy()
+                dialed.right.release()
+              })
+        )
       )
     })
   }

@@ -97,7 +97,6 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     stats,
     backend: services.backend,
     forwarding: services.forwarding,
-    balancer,
     relay: services.relay,
     registry: services.registry,
     channel: services.channel,
