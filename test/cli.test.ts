@@ -1,6 +1,7 @@
 /** The command line, run as a real child process against real files. */
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
+import { type AddressInfo, createServer } from "node:net"
 import { describe, expect, it } from "vitest"
 import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
 import { keepaliveSupport } from "../src/services/native/keepalive.js"
@@ -200,6 +201,20 @@ describe("running", () => {
       expect.stringMatching(/^note: the server files were not checked: servers_dir has a problem in .*proxy\.toml$/),
       "portal: the configuration has 2 problem(s); not starting"
     ])
+  })
+
+  it("a web bind that is taken stops the start with the reason, as the game bind does", async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve))
+    const port = (taken.address() as AddressInfo).port
+    try {
+      const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[web]\nbind = "127.0.0.1:${port}"\napi_key = "a-long-enough-key-for-the-api"`)
+      const result = runPortal(["--config", dir.configFile])
+      expect(result.status).toBe(1)
+      expect(result.stdout + result.stderr).toMatch(new RegExp(`Portal cannot run: cannot listen on 127\\.0\\.0\\.1:${port} \\(web\\): the address is already in use`))
+    } finally {
+      taken.close()
+    }
   })
 
   it("starts, logs what it loaded, and shuts down gracefully on SIGTERM and SIGINT", async () => {
