@@ -150,8 +150,15 @@ export const PlayerQuery = Schema.Struct({
 
 export const PlayerPath = Schema.Struct({ player: Schema.String.annotations({ description: "a player name or UUID" }) })
 
-export const KickRequest = Schema.Struct({
+const KickFields = Schema.Struct({
   reason: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(256)), { exact: true })
+})
+
+/** `{"reason"?}`; a kick sent without a body (read as `null`) is a kick with the default reason. */
+export const KickRequest = Schema.transform(Schema.NullOr(KickFields), Schema.typeSchema(KickFields), {
+  strict: true,
+  decode: (body) => body ?? {},
+  encode: (request) => request
 }).annotations({ identifier: "KickRequest" })
 
 export const KickResult = Schema.Struct({ kicked: Schema.Number }).annotations({ identifier: "KickResult" })

@@ -348,6 +348,13 @@ describe("players", () => {
     expect(await Effect.runPromise(web.client.players.kick({ path: { player: "steve" }, payload: { reason: "Take a break" } }))).toEqual({ kicked: 1 })
     await waitFor(() => backend.players.size === 1, { what: "Steve to leave the backend" })
     await web.portal.waitForLog(/Steve .*left main after .* \(ended: Take a break;/)
+    // No body at all: the default reason.
+    const kim = await join(web.portal.port, "mc.example.com", { username: "Kim" })
+    expect(kim._tag).toBe("Joined")
+    const bare = await web.request("/api/v1/players/Kim/kick", { method: "POST" })
+    expect([bare.status, await bare.json()]).toEqual([200, { kicked: 1 }])
+    await web.portal.waitForLog(/Kim .*left main after .* \(ended: Kicked by an operator;/)
+    await waitFor(() => backend.players.size === 1, { what: "Kim to leave the backend" })
 
     const ban = await web.request("/api/v1/bans", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ target: { type: "username", value: "Alex" }, reason: "griefing" }) })
     expect(ban.status).toBe(201)
