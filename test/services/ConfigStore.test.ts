@@ -30,8 +30,8 @@ const startStore = async (configFile: string) => {
   return { runtime, store, snapshot }
 }
 
-const load = (configFile: string) =>
-  Effect.runPromise(Effect.either(loadConfiguration(configFile, { createSecrets: true })).pipe(Effect.provide(Platform)))
+const load = (configFile: string, createSecrets = true) =>
+  Effect.runPromise(Effect.either(loadConfiguration(configFile, { createSecrets })).pipe(Effect.provide(Platform)))
 
 const serverIds = (snapshot: ConfigSnapshot) => [...snapshot.servers.keys()]
 
@@ -116,6 +116,18 @@ describe("forwarding secret", () => {
     // An existing secret is kept.
     Either.getOrThrow(await load(dir.configFile))
     expect(readFileSync(secretFile, "utf8").trim()).toBe(secret)
+  })
+
+  it("is created with the folders it needs; a path through a file is refused by --check and startup alike", async () => {
+    const dir = makeConfigDir(`[forwarding]\nmode = "modern"\nsecret_file = "keys/proxy/forwarding.secret"`, { "a.toml": `addresses = ["a"]` })
+    Either.getOrThrow(await load(dir.configFile))
+    expect(statSync(path.join(dir.root, "keys/proxy/forwarding.secret")).mode & 0o777).toBe(0o600)
+    dir.write("plain.txt", "not a folder")
+    dir.write("proxy.toml", `[forwarding]\nmode = "modern"\nsecret_file = "plain.txt/forwarding.secret"`)
+    for (const createSecrets of [true, false]) {
+      const result = await load(dir.configFile, createSecrets)
+      expect(Either.isLeft(result) && formatProblem(result.left.problems[0]!)).toMatch(/forwarding\.secret: cannot create the forwarding secret: .*plain\.txt is not a folder/)
+    }
   })
 
   it("is not created when no server needs it", async () => {

@@ -309,18 +309,37 @@ export const needsForwardingSecret = (
 }
 
 /**
- * Makes sure the forwarding secret file exists: created with 32 random bytes (base64url) and mode 0600 when absent.
- * With `create = false` (for `--check`) a missing file is fine and nothing is written.
+ * Makes sure the forwarding secret file exists: created with 32 random bytes (base64url) and mode 0600 when absent,
+ * with its missing folders (mode 0700). With `create = false` (for `--check`) a missing file is fine as long as it
+ * could be created, and nothing is written.
  */
 export const ensureForwardingSecret = (secretFile: string, create: boolean) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const file = displayPath(secretFile)
     const problem = (message: string) => new ConfigError({ problems: [{ file, path: "", message }] })
-    const exists = yield* fs.exists(secretFile).pipe(Effect.mapError((error) => problem(error.message)))
+    // Unreadable counts as missing here (a path through a file, say): the folder check below says what is wrong.
+    const exists = yield* fs.exists(secretFile).pipe(Effect.orElseSucceed(() => false))
     if (!exists) {
+      // The nearest folder that exists must be one Portal can write in: it makes the missing folders, then the file.
+      let folder = NodePath.dirname(secretFile)
+      while (!(yield* fs.exists(folder).pipe(Effect.orElseSucceed(() => false))) && NodePath.dirname(folder) !== folder) {
+        folder = NodePath.dirname(folder)
+      }
+      const writable = yield* fs.stat(folder).pipe(
+        Effect.flatMap((info) =>
+          info.type === "Directory"
+            ? Effect.as(fs.access(folder, { writable: true }), undefined)
+            : Effect.succeed(`${displayPath(folder)} is not a folder`)
+        ),
+        Effect.catchAll(() => Effect.succeed(`${displayPath(folder)} is not writable`))
+      )
+      if (writable !== undefined) return yield* Effect.fail(problem(`cannot create the forwarding secret: ${writable}`))
       if (!create) return "missing" as const
       const secret = randomBytes(32).toString("base64url")
+      yield* fs
+        .makeDirectory(NodePath.dirname(secretFile), { recursive: true, mode: 0o700 })
+        .pipe(Effect.mapError((error) => problem(`cannot create the forwarding secret's folder: ${error.message}`)))
       yield* fs
         .writeFileString(secretFile, `${secret}\n`, { flag: "wx", mode: 0o600 })
         .pipe(Effect.mapError((error) => problem(`cannot create the forwarding secret: ${error.message}`)))
