@@ -17,7 +17,7 @@ import { GlobalConfig } from "../schema/GlobalConfig.js"
 import type { ConfigProblem } from "../schema/problems.js"
 import { isNotFound, writeFileAtomic } from "./bans/atomicWrite.js"
 import { ConfigError } from "./config/ConfigError.js"
-import { checkGlobalFile, checkGlobalFileText, checkServerText, displayPath } from "./config/load.js"
+import { checkGlobalFile, checkGlobalFileText, checkServerText, displayPath, listServerFiles } from "./config/load.js"
 import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "./ConfigStore.js"
 
 /** A file could not be read, written or removed. */
@@ -140,7 +140,13 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       Effect.gen(function* () {
         const snapshot = yield* store.get
         const checked = yield* provide(checkGlobalFileText(snapshot.configFile, text))
-        return { problems: checked.problems, restartRequired: checked.config === undefined ? [] : restartRequired(checked.config) }
+        // As at startup: a servers_dir that cannot be listed would stop the next start.
+        const serversDir =
+          checked.config === undefined ? [] : yield* provide(listServerFiles(checked.config.servers_dir)).pipe(
+            Effect.match({ onFailure: (error) => error.problems, onSuccess: () => [] })
+          )
+        const problems = [...checked.problems, ...serversDir]
+        return { problems, restartRequired: checked.config === undefined || problems.length > 0 ? [] : restartRequired(checked.config) }
       })
 
     return {

@@ -294,7 +294,9 @@ describe("configuration writes", () => {
       before.replace(`[web]`, `[web]\nenable_api = false\nenable_webui = true`),
       before.replace(`bind = "127.0.0.1:0"\napi_key = "${API_KEY}"`, `bind = "0.0.0.0:0"`),
       before.replace(`api_key = "${API_KEY}"`, `api_key = "CHANGE-ME"`),
-      `${before}\nmax_conections = 3\n`
+      `${before}\nmax_conections = 3\n`,
+      // Valid by the schema, but the next start would stop on it.
+      `servers_dir = "./no-such-folder"\n${before}`
     ]
     const paths = []
     for (const text of attempts) {
@@ -305,7 +307,7 @@ describe("configuration writes", () => {
       expect(body.error.code).toBe("invalid_config")
       paths.push(body.error.details.problems.map((problem: { path: string }) => problem.path))
     }
-    expect(paths).toEqual([["web.api_key"], ["web.enable_webui"], ["web.api_key"], ["web.api_key"], ["web.max_conections"]])
+    expect(paths).toEqual([["web.api_key"], ["web.enable_webui"], ["web.api_key"], ["web.api_key"], ["web.max_conections"], [""]])
     expect(readFileSync(web.dir.configFile, "utf8")).toBe(before)
     // A valid change to a restart-only option is written and named.
     const moved = before.replace(`[web.rate_limit]`, `[web.rate_limit]`).replace(`[web]\nbind = "127.0.0.1:0"`, `[web]\nbind = "127.0.0.1:0"\ncors_origins = ["https://a.example.com"]`)
