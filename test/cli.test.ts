@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { type AddressInfo, createServer } from "node:net"
+import { availableParallelism } from "node:os"
 import { describe, expect, it } from "vitest"
 import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
 import { keepaliveSupport } from "../src/services/native/keepalive.js"
@@ -171,6 +172,16 @@ describe("--check", () => {
     expect(result.stdout).not.toMatch(/fwd\.toml: proxy_mode/)
     expect(result.stdout).toMatch(/warning: .*raw\.toml: forwarding_mode: modern forwarding needs a packet proxy mode/)
     expect(result.stdout).not.toMatch(/client_only.*not active yet/)
+  })
+
+  it("warns about more worker threads than cores", () => {
+    const many = availableParallelism() + 2
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${many}`)
+    const result = runPortal(["--check", "--config", dir.configFile])
+    expect(result.status).toBe(0)
+    expect(result.stdout).toMatch(new RegExp(`warning: worker_threads: asks for ${many} workers on ${availableParallelism()} core\\(s\\)`))
+    const fitting = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${availableParallelism()}`)
+    expect(runPortal(["--check", "--config", fitting.configFile]).stdout).not.toMatch(/worker_threads/)
   })
 
   it("notes keepalive values the kernel refuses", () => {

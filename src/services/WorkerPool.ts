@@ -29,6 +29,7 @@ import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Worker } from "node:worker_threads"
+import { availableParallelism } from "node:os"
 import { formatHostPort } from "../schema/HostPort.js"
 import { BanStore } from "./BanStore.js"
 import { ConfigStore } from "./ConfigStore.js"
@@ -436,8 +437,10 @@ const make = (options: WorkerPoolOptions) =>
 
     // Each thread would otherwise get a malloc arena of its own: about 2 MiB of RSS per worker (native/splice.cc).
     limitMallocArenas(MALLOC_ARENAS)
+    // As many starting at once as there are cores: each compiles Portal's code, and more at once only slows them all
+    // (with many workers, past the time each is given to start).
     yield* Effect.forEach(Array.from({ length: options.workers }, (_, index) => index), (index) => spawn(index, 0), {
-      concurrency: "unbounded",
+      concurrency: Math.max(2, availableParallelism()),
       discard: true
     })
     yield* Effect.logInfo(`listening on ${formatHostPort(plan.address)} with ${options.workers} worker threads: ${plan.description}`)

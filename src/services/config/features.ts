@@ -80,6 +80,13 @@ const PACKET_MODES: ReadonlyArray<string> = ["offline", "client_only"]
 
 export const configurationWarnings = (global: GlobalConfig, servers: Iterable<ServerDefinition>): Array<ConfigWarning> => {
   const out: Array<ConfigWarning> = []
+  const cores = availableParallelism()
+  if (global.worker_threads > cores) {
+    out.push({
+      where: "worker_threads",
+      what: `asks for ${global.worker_threads} workers on ${cores} core(s): workers beyond the cores add memory (about 24 MiB each) and start time, not speed`
+    })
+  }
   for (const server of servers) {
     const forwarding = server.config.forwarding_mode ?? global.forwarding.mode
     if (server.config.proxy_mode === "client_only" && forwarding === "none") {
