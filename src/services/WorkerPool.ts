@@ -80,6 +80,15 @@ const CHANNEL_DELIVERY_MS = 5_000
 const CONNECTION_FIELDS = new Set(["conn", "ip", "server"])
 
 /** A worker's log line, written by this thread's logger with the worker's fields. */
+/** A cause rendered on another thread, made a cause again: an error whose stack is that text. */
+const causeOfText = (text: string): Cause.Cause<never> => {
+  const [, name, message] = /^([\w$.]*(?:Error|Exception)): ([^\n]*)/.exec(text) ?? [undefined, "Error", text.split("\n", 1)[0] ?? ""]
+  const error = new Error(message)
+  error.name = name ?? "Error"
+  error.stack = text
+  return Cause.die(error)
+}
+
 const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
   const level = LogLevel.allLevels.find((known) => known.label === record.level) ?? LogLevel.Info
   const connection: Partial<Record<"conn" | "ip" | "server", unknown>> = {}
@@ -88,8 +97,9 @@ const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
     if (CONNECTION_FIELDS.has(key)) connection[key as "conn" | "ip" | "server"] = value
     else annotations[key] = value
   }
-  const message = record.cause === undefined ? record.message : `${record.message}\n${record.cause}`
-  const line = Effect.logWithLevel(level, message).pipe(Effect.annotateLogs(annotations))
+  // The worker's cause (its text) is logged as a cause here too, so the line looks as it would on one thread.
+  const logged = record.cause === undefined ? Effect.logWithLevel(level, record.message) : Effect.logWithLevel(level, record.message, causeOfText(record.cause))
+  const line = Effect.annotateLogs(logged, annotations)
   return typeof connection.conn === "number"
     ? Effect.locally(line, currentConnectionLog, {
         conn: connection.conn,
@@ -386,8 +396,10 @@ const make = (options: WorkerPoolOptions) =>
               return
           }
         })
+        // These lines are written outside the worker's start, so they carry its index themselves.
+        const asWorker = Effect.annotateLogs("worker", index + 1)
         worker.on("error", (error) => {
-          runFork(Effect.logError(`${name} stopped on an error: ${error.stack ?? error.message}`))
+          runFork(asWorker(Effect.logError(`${name} stopped on an error`, Cause.die(error))))
         })
         worker.on("exit", (code) => {
           if (slot.worker === worker) slot.worker = undefined
@@ -396,16 +408,15 @@ const make = (options: WorkerPoolOptions) =>
           runFork(Deferred.succeed(exited, undefined))
           runFork(Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} exited (code ${code})` })))
           if (stopping) return
-          runFork(
-            Effect.logError(
-              `${name} stopped unexpectedly (exit code ${code}); replacing it ` +
-                `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s))`
-            ).pipe(
-              Effect.zipRight(spawn(index, restarts + 1)),
-              Effect.tap(() => Effect.logInfo(`${name} replaced`)),
-              Effect.catchAll((error) => Effect.logError(`${name} could not be replaced: ${error.message}`))
-            )
+          const replace = Effect.logError(
+            `${name} stopped unexpectedly (exit code ${code}); replacing it ` +
+              `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s))`
+          ).pipe(
+            Effect.zipRight(spawn(index, restarts + 1)),
+            Effect.tap(() => Effect.logInfo(`${name} replaced`)),
+            Effect.catchAll((error) => Effect.logError(`${name} could not be replaced: ${error.message}`))
           )
+          runFork(asWorker(replace))
         })
         updateCensus()
         yield* Deferred.await(ready).pipe(

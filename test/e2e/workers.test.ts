@@ -229,8 +229,9 @@ describe("two worker threads", () => {
     await waitFor(async () => (await registry(portal, (r) => r.list)).every((session) => session.bytesIn > 0), { what: "byte counts of every player" })
     const before = await movedIn()
     await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
-    await portal.waitForLog(/worker 1 stopped unexpectedly/)
-    await portal.waitForLog(/worker 1 replaced/, 3000)
+    // Like every other line of a worker, these carry its index.
+    await portal.waitForLog(/worker 1 stopped unexpectedly.* worker=1$/)
+    await portal.waitForLog(/worker 1 replaced.* worker=1$/, 3000)
     // The crashed worker's players are gone; the other's are all still there.
     await waitFor(() => backend.players.size === onWorker2, { what: "only worker 2's players to remain" })
     await waitFor(async () => (await registry(portal, (r) => r.total)) === onWorker2, { what: "the registry to drop worker 1's players" })
