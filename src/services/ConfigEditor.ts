@@ -67,6 +67,12 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
     )
     const restartRequired = (next: GlobalConfig) => restartOnlyChanges(running, next)
 
+    /**
+     * Whether `id` may name a file: a loaded server's id, whatever its file is called (a file name or `id` key may
+     * hold any characters), or a new id made only of [a-z0-9_-], so that no path can come out of the request.
+     */
+    const manageable = (snapshot: ConfigSnapshot, id: string): boolean => SERVER_ID.test(id) || snapshot.servers.has(id)
+
     /** The file that holds server `id`: the file it was loaded from, else `<servers_dir>/<id>.toml`. */
     const fileOf = (snapshot: ConfigSnapshot, id: string): string => {
       const loaded = snapshot.servers.get(id)
@@ -85,8 +91,8 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       Effect.gen(function* () {
         const absolute = fileOf(snapshot, id)
         const file = displayPath(absolute)
-        if (!SERVER_ID.test(id)) {
-          return [{ file, path: "", message: `server ids in a path must match [a-z0-9_-]+, got ${JSON.stringify(id)}` }]
+        if (!manageable(snapshot, id)) {
+          return [{ file, path: "", message: `a new server's id must match [a-z0-9_-]+, got ${JSON.stringify(id)}` }]
         }
         const checked = yield* provide(checkServerText(absolute, text))
         const problems: Array<ConfigProblem> = [...checked.problems]
@@ -123,8 +129,9 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
 
     const removeServer = (id: string): Effect.Effect<boolean, ConfigWriteError> =>
       Effect.gen(function* () {
-        if (!SERVER_ID.test(id)) return false
-        const file = fileOf(yield* store.get, id)
+        const snapshot = yield* store.get
+        if (!manageable(snapshot, id)) return false
+        const file = fileOf(snapshot, id)
         const removed = yield* fs.remove(file).pipe(
           Effect.as(true),
           Effect.catchIf(isNotFound, () => Effect.succeed(false)),
@@ -152,12 +159,11 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
     return {
       /** The text of server `id`'s file and where it is; none when there is no such file. */
       serverText: (id: string): Effect.Effect<Option.Option<{ readonly file: string; readonly text: string }>, ConfigWriteError> =>
-        SERVER_ID.test(id)
-          ? Effect.flatMap(store.get, (snapshot) => {
-              const file = fileOf(snapshot, id)
-              return Effect.map(readIfPresent(file), Option.map((text) => ({ file: displayPath(file), text })))
-            })
-          : Effect.succeedNone,
+        Effect.flatMap(store.get, (snapshot) => {
+          if (!manageable(snapshot, id)) return Effect.succeedNone
+          const file = fileOf(snapshot, id)
+          return Effect.map(readIfPresent(file), Option.map((text) => ({ file: displayPath(file), text })))
+        }),
       /** Every problem server `id`'s file would have with this text; nothing is written. */
       checkServer,
       /** Writes server `id`'s file after checking it, then applies it; fails with every problem, writing nothing. */

@@ -316,6 +316,21 @@ describe("configuration writes", () => {
     expect(readFileSync(web.dir.configFile, "utf8")).toBe(moved)
   })
 
+  it("a server whose file name holds other characters than [a-z0-9_-] is read, written and removed like any other", async () => {
+    const web = await startWebPortal({ servers: { "Lobby.Main.toml": serverFile(1) } })
+    const file = path.join(web.dir.root, "servers", "Lobby.Main.toml")
+    const read = await web.request("/api/v1/servers/Lobby.Main/config")
+    expect([read.status, await read.text()]).toEqual([200, serverFile(1)])
+    const written = await web.request("/api/v1/servers/Lobby.Main", { method: "PUT", headers: TOML, body: serverFile(2) })
+    expect(written.status).toBe(200)
+    expect(readFileSync(file, "utf8")).toBe(serverFile(2))
+    expect((await web.request("/api/v1/servers/Lobby.Main", { method: "DELETE" })).status).toBe(204)
+    expect(() => readFileSync(file)).toThrow()
+    // A new server still needs an id that can only name a file in servers_dir.
+    const created = await web.request("/api/v1/servers/New.Server", { method: "PUT", headers: TOML, body: serverFile(3, "new.example.com") })
+    expect(created.status).toBe(400)
+  })
+
   it("a server PUT through the API is reachable by a real client within two seconds; DELETE takes it away", async () => {
     const backend = await startBackend("lobby", { hold: true })
     const web = await startWebPortal()
