@@ -295,5 +295,8 @@ describe("reloading proxy.toml", () => {
     const { snapshot } = await startStore(dir.configFile)
     const key = (await snapshot()).global.web!.api_key
     expect(key).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    // Without the API there is nothing a key would open: none is made, and no sign-in is offered.
+    const closed = makeConfigDir(`[web]\nbind = "127.0.0.1:0"\nenable_api = false`)
+    expect((await (await startStore(closed.configFile)).snapshot()).global.web!.api_key).toBeUndefined()
   })
 })

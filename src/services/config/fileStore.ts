@@ -140,11 +140,14 @@ export const loadConfiguration = (configFile: string, options: { readonly create
 const withEphemeralWebKey = (global: GlobalConfig) =>
   Effect.gen(function* () {
     const web = global.web
-    if (web === undefined || web.api_key !== undefined || !isLoopbackHost(web.bind.host)) return global
+    // Without the API nothing is served that a key would open.
+    if (web === undefined || !web.enable_api || web.api_key !== undefined || !isLoopbackHost(web.bind.host)) return global
     const key = randomBytes(24).toString("base64url")
     const host = web.bind.host.includes(":") ? `[${web.bind.host}]` : web.bind.host
+    // Port 0: the port the system gives is known once listening, and logged then.
+    const where = web.bind.port === 0 ? "at the address logged once it listens" : `at http://${host}:${web.bind.port}/`
     yield* Effect.logWarning(
-      `[web].api_key is not set: generated a key for this run only. Sign in to the web UI at http://${host}:${web.bind.port}/ ` +
+      `[web].api_key is not set: generated a key for this run only. Sign in to the web UI ${where} ` +
         `(or send "Authorization: Bearer <key>" to the API) with the key ${key} ; set [web].api_key to keep one across restarts`
     )
     return { ...global, web: { ...web, api_key: key } }
