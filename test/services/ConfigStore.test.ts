@@ -1,8 +1,8 @@
 /** ConfigStore with real files: loading, hot reload of servers_dir, SIGHUP-style reload, secrets and favicons. */
 import { FetchHttpClient } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
-import { Duration, Effect, Either, Layer, ManagedRuntime } from "effect"
-import { statSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { Duration, Effect, Either, Layer, Logger, ManagedRuntime } from "effect"
+import { statSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -231,6 +231,24 @@ describe("hot reload of servers_dir", () => {
     rmSync(path.join(dir.serversDir, "survival.toml"))
     await waitFor(async () => !(await snapshot()).servers.has("survival"), { what: "removed server" })
     expect(serverIds(await snapshot())).toEqual(["lobby"])
+  })
+
+  it("a servers_dir that goes away is reported once, not at every rescan, and its return is said", async () => {
+    const dir = makeConfigDir("", { "lobby.toml": `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]` })
+    const lines: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
+    const runtime = ManagedRuntime.make(
+      configStoreFromFiles({ configFile: dir.configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform), Layer.provide(capture))
+    )
+    runtimes.push(runtime)
+    const store = await runtime.runPromise(ConfigStore)
+    renameSync(dir.serversDir, `${dir.serversDir}.away`)
+    for (let scan = 0; scan < 3; scan += 1) await runtime.runPromise(store.rescanServers)
+    expect(lines.filter((line) => /servers_dir does not exist.*keeping the servers loaded before/.test(line))).toHaveLength(1)
+    expect([...(await runtime.runPromise(store.get)).servers.keys()]).toEqual(["lobby"])
+    renameSync(`${dir.serversDir}.away`, dir.serversDir)
+    await runtime.runPromise(store.rescanServers)
+    expect(lines.filter((line) => /can be listed again/.test(line))).toHaveLength(1)
   })
 
   it("a rescan that finds the same servers, written the same or differently, publishes nothing", async () => {

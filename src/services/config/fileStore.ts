@@ -246,14 +246,22 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
       )
     }
 
+    /** What the last rescan could not list servers_dir for, while it cannot. */
+    let unlisted: string | undefined
+
     const rescanServers = lock.withPermits(1)(
       Effect.gen(function* () {
         const snapshot = yield* SubscriptionRef.get(current)
         const listed = yield* Effect.either(provide(listServerFiles(snapshot.global.servers_dir)))
         if (Either.isLeft(listed)) {
-          yield* reportProblems(listed.left.problems, "keeping the servers loaded before")
+          // Said once, not at every poll, until the folder can be listed again (or fails another way).
+          const said = listed.left.problems.map(formatProblem).join("\n")
+          if (said !== unlisted) yield* reportProblems(listed.left.problems, "keeping the servers loaded before")
+          unlisted = said
           return
         }
+        if (unlisted !== undefined) yield* Effect.logInfo(`${displayPath(snapshot.global.servers_dir)} can be listed again`)
+        unlisted = undefined
         const present = new Set(listed.right)
         for (const path of [...files.keys()]) if (!present.has(path)) files.delete(path)
         // Servers whose file did not change come first so that a new or edited file loses a conflict.
