@@ -93,8 +93,10 @@ export const problemsFromParseError = (file: string, error: ParseResult.ParseErr
       const key = String(issue.path[issue.path.length - 1] ?? "")
       const suggestion = suggestKey(key, allowed)
       message =
-        `unknown key${suggestion !== undefined ? ` (did you mean "${suggestion}"?)` : ""}; allowed keys: ` +
-        allowed.join(", ")
+        allowed.length === 0
+          ? // A table of ids (`[plugins.<id>]`): the key is an id of the wrong shape, not a misspelled option.
+            `${JSON.stringify(key)} is not a valid id${issue.path[0] === "plugins" ? ": plugin ids must match [a-z0-9_-]+" : ""}`
+          : `unknown key${suggestion !== undefined ? ` (did you mean "${suggestion}"?)` : ""}; allowed keys: ` + allowed.join(", ")
     } else if (issue._tag === "Missing") {
       message = "is required"
     } else {

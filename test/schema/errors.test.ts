@@ -141,6 +141,10 @@ describe("values", () => {
     expect(globalProblems(`[plugins.x]\npermissions = ["fly"]`)[0]).toMatch(/plugins\.x\.permissions\[0\]: expected one of "limbo", "command"/)
   })
 
+  it("a plugin id of the wrong shape says what an id must be", () => {
+    expect(globalProblems(`[plugins.Foo]\npath = "foo.wasm"`)).toEqual(['proxy.toml: plugins.Foo: "Foo" is not a valid id: plugin ids must match [a-z0-9_-]+'])
+  })
+
   it("invalid CIDR ranges", () => {
     expect(globalProblems(`[ip_filter]\nblacklist = ["10.0.0.0/33"]`)).toEqual([
       'proxy.toml: ip_filter.blacklist[0]: "10.0.0.0/33" is not a valid CIDR range (for example "10.0.0.0/8" or "2001:db8::/32")'

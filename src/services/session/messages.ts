@@ -20,7 +20,7 @@ export const MESSAGES = {
   backendClosed: "§cThe server closed the connection.",
   backendTimedOut: "§cThe server stopped responding.",
   backendBroke: "§cThe server sent data the proxy could not read.",
-  backendOnlineMode: "§cThis server is misconfigured (the backend runs in online mode behind an authenticating proxy). Please tell the server owner.",
+  backendOnlineMode: "§cThis server is misconfigured (the backend runs in online mode behind a proxy; it must run in offline mode). Please tell the server owner.",
   badPacket: "§cYour client sent a packet the proxy could not read.",
   /** The player did not send Login Start or Encryption Response in time. */
   loginTooSlow: "§cTook too long to log in."
