@@ -25,6 +25,7 @@ import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
 import type { BanDataPlane } from "../services/BanStore.js"
 import { buildIndex, findIpBan, findPlayerBan } from "../services/bans/lookup.js"
+import { targetKey } from "../services/bans/target.js"
 import { ConfigStore, followSnapshot } from "../services/ConfigStore.js"
 import { Forwarding } from "../services/Forwarding.js"
 import { IpFilter } from "../services/IpFilter.js"
@@ -261,9 +262,19 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
         case "Config":
           Runtime.runFork(runtime)(SubscriptionRef.set(current, decodeSnapshot(message.snapshot)))
           return
-        case "Bans":
-          banIndex = buildIndex(message.bans)
+        case "BanChanges": {
+          // Setting a record that is there already, or removing one that is gone, changes nothing: a change the
+          // worker's start already had is harmless.
+          const all = new Map(banIndex.all)
+          for (const key of message.removed) all.delete(key)
+          for (const ban of message.set) {
+            const key = targetKey(ban.target)
+            all.delete(key)
+            all.set(key, ban)
+          }
+          banIndex = buildIndex(all.values())
           return
+        }
         case "States":
           states.clear()
           for (const [id, state] of message.states) states.set(id, state)

@@ -25,7 +25,7 @@ import {
   toSeconds
 } from "./bans/state.js"
 import { ConfigStore } from "./ConfigStore.js"
-import { statFingerprint, watchFiles } from "./files/watch.js"
+import { fingerprintOf, statFingerprint, watchFiles } from "./files/watch.js"
 
 export type { AuditAction, AuditEntry, Ban } from "./bans/file.js"
 export { AUDIT_LOG_LIMIT } from "./bans/file.js"
@@ -88,14 +88,25 @@ const makeFileStore = Effect.gen(function* () {
   let known: string | undefined = start.text
   /** The text of a broken file already reported, so that the watch and the poll report it once. */
   let reported: string | undefined = start.broken
+  /**
+   * The file's size, mtime and inode when `known` was last read or written: while they stay the same, a change need
+   * not read the file again to find an edit made by hand (with 100,000 bans that read is 12 MB).
+   */
+  let knownPrint: string | undefined = undefined
 
   /**
    * Brings memory in line with the file when something else changed it. Returns the problem when the file on disk
    * cannot be decoded (memory then stays as it was). Call with the lock held.
    */
   const syncWithDisk = Effect.gen(function* () {
+    // Taken before the read: an edit between the two is read now and seen again (as a new print) next time.
+    const print = yield* statFingerprint(fs, file)
+    if (print === knownPrint) return Option.none<readonly [string, string]>()
     const text = Option.getOrUndefined(yield* withFs(readIfExists(file)))
-    if (text === known) return Option.none<readonly [string, string]>()
+    if (text === known) {
+      knownPrint = print
+      return Option.none<readonly [string, string]>()
+    }
     if (text === undefined) {
       // Deleting the file is not taken as unbanning everyone: the bans stay and the next change writes them back.
       known = text
@@ -107,6 +118,7 @@ const makeFileStore = Effect.gen(function* () {
     if (Either.isLeft(decoded)) return Option.some([text, decoded.left] as const)
     yield* bans.replace(decoded.right)
     known = text
+    knownPrint = print
     reported = undefined
     yield* Effect.logInfo(`${file} changed on disk: ${(yield* bans.get).index.all.size} ban(s) loaded`)
     return Option.none()
@@ -146,7 +158,12 @@ const makeFileStore = Effect.gen(function* () {
       const text = encodeBanFile(content)
       return withFs(writeFileAtomic(file, text)).pipe(
         Effect.mapError((error) => new BanStoreError({ reason: `cannot write ${file}: ${error.message}` })),
-        Effect.tap(() => Effect.sync(() => (known = text)))
+        Effect.tap((written) =>
+          Effect.sync(() => {
+            known = text
+            knownPrint = fingerprintOf(written)
+          })
+        )
       )
     }
   }

@@ -44,6 +44,8 @@ import { StatusService } from "./StatusService.js"
 import { lookupSessions } from "./relay/packet/channelNetwork.js"
 import type { ChannelDelivery } from "./relay/packet/PacketStart.js"
 import { Telemetry } from "./Telemetry.js"
+import type { Ban } from "./bans/file.js"
+import { targetKey } from "./bans/target.js"
 import { makeCalls } from "./workers/calls.js"
 import { routeDelivery, type RoutingView } from "./workers/channelRouting.js"
 import { type ListenPlan, planListening } from "./workers/listening.js"
@@ -195,13 +197,18 @@ const make = (options: WorkerPoolOptions) =>
     )
     // Bans: at once when the store says they changed (added or removed, through Portal or in the file), and a slow
     // comparison as a safety net.
-    let lastBans = ""
+    // Compared record by record: ban records are never changed in place, so the same records are the same bans, and
+    // what is sent is the difference (serialising or copying 100,000 bans took the main thread hundreds of ms).
+    let lastBans: ReadonlyArray<Ban> = []
     const sendBans = Effect.flatMap(bans.list, (list) =>
       Effect.sync(() => {
-        const text = JSON.stringify(list)
-        if (text === lastBans) return
-        lastBans = text
-        send({ _tag: "Bans", bans: list })
+        if (list.length === lastBans.length && list.every((ban, i) => ban === lastBans[i])) return
+        const before = new Set(lastBans)
+        const now = new Set(list)
+        const set = list.filter((ban) => !before.has(ban))
+        const removed = lastBans.filter((ban) => !now.has(ban)).map((ban) => targetKey(ban.target))
+        lastBans = list
+        send({ _tag: "BanChanges", set, removed })
       })
     )
     yield* Effect.flatMap(bans.subscribe, (changes) => Stream.runForEach(changes, () => sendBans)).pipe(Effect.forkScoped)

@@ -174,6 +174,17 @@ describe("two worker threads", () => {
     await waitFor(() => backend.players.size === 0, { what: "every banned player to be removed", timeoutMs: 3000 })
     const after = await join(portal.port, "mc.example.com", { username: "late" })
     expect(after._tag === "Kicked" && after.reason).toMatch(/banned/)
+    // Workers are sent what changed: a ban given new terms, then lifted, reaches both of them too.
+    await portal.run(Effect.flatMap(BanStore, (bans) => bans.add({ target: { type: "ip", value: "127.0.0.1" }, reason: "new terms", source: "test" })))
+    await waitFor(async () => {
+      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => join(portal.port, "mc.example.com", { username: `terms${i}` })))
+      return results.every((result) => result._tag === "Kicked" && /new terms/.test(result.reason)) || undefined
+    }, { what: "the new terms on every worker", timeoutMs: 3000 })
+    await portal.run(Effect.flatMap(BanStore, (bans) => bans.remove({ type: "ip", value: "127.0.0.1" }, "test")))
+    await waitFor(async () => {
+      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => join(portal.port, "mc.example.com", { username: `back${i}` })))
+      return results.every((result) => result._tag === "Joined") || undefined
+    }, { what: "logins on every worker once the ban is lifted", timeoutMs: 3000 })
   })
 
   it("a kick from the main thread reaches the worker that holds the player", async () => {

@@ -15,7 +15,7 @@ const tempPrefix = (file: string) => `.${path.basename(file)}.tmp-`
 /** Whether a name in the file's directory is one of its temporary files. */
 export const isTempFileOf = (file: string, name: string): boolean => name.startsWith(tempPrefix(file))
 
-export const writeFileAtomic = (file: string, text: string): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
+export const writeFileAtomic = (file: string, text: string): Effect.Effect<FileSystem.File.Info, PlatformError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dir = path.dirname(file)
@@ -26,18 +26,22 @@ export const writeFileAtomic = (file: string, text: string): Effect.Effect<void,
       Effect.orElseSucceed(() => 0o644)
     )
     const temp = path.join(dir, `${tempPrefix(file)}${process.pid}-${randomBytes(4).toString("hex")}`)
-    yield* Effect.scoped(
+    // What the file is once written, from the temporary file itself (a rename keeps size, mtime and inode): a stat of
+    // the name afterwards could see an edit made since.
+    const written = yield* Effect.scoped(
       Effect.gen(function* () {
         const handle = yield* fs.open(temp, { flag: "wx", mode })
         yield* handle.writeAll(new TextEncoder().encode(text))
         yield* handle.sync
+        return yield* handle.stat
       })
     ).pipe(
-      Effect.zipRight(fs.rename(temp, file)),
+      Effect.zipLeft(fs.rename(temp, file)),
       Effect.onError(() => fs.remove(temp).pipe(Effect.ignore))
     )
     // Makes the rename itself durable. Some platforms cannot open a directory; the file is in place regardless.
     yield* Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)).pipe(Effect.ignore)
+    return written
   })
 
 /** Deletes temporary files left by a write that a crash interrupted; returns how many. */

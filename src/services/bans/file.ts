@@ -120,14 +120,23 @@ export const decodeBanFile = (text: string, nowSeconds: number): Either.Either<B
   })
 }
 
-const banJson = (ban: Ban) =>
-  JSON.stringify({
-    target: { type: ban.target.type, value: ban.target.value },
-    reason: ban.reason,
-    expires_at: ban.expires_at,
-    created_at: ban.created_at,
-    source: ban.source
-  })
+/** Each ban's line, made once: a ban is never changed in place, and a change writes every ban again. */
+const banLines = new WeakMap<Ban, string>()
+
+const banJson = (ban: Ban) => {
+  let line = banLines.get(ban)
+  if (line === undefined) {
+    line = JSON.stringify({
+      target: { type: ban.target.type, value: ban.target.value },
+      reason: ban.reason,
+      expires_at: ban.expires_at,
+      created_at: ban.created_at,
+      source: ban.source
+    })
+    banLines.set(ban, line)
+  }
+  return line
+}
 
 const auditJson = (entry: AuditEntry) =>
   JSON.stringify({

@@ -121,16 +121,23 @@ const sameTerms = (a: Ban, b: Ban) =>
   a.reason === b.reason && a.expires_at === b.expires_at && a.created_at === b.created_at && a.source === b.source
 
 /** Bans in force in `after` at `nowMs` that were not in force in `before` on the same terms. */
-const addedBetween = (before: BanIndex, after: BanIndex, nowMs: number): Array<Ban> =>
-  [...after.all].flatMap(([key, ban]) => {
-    if (!isActive(ban, nowMs)) return []
+const addedBetween = (before: BanIndex, after: BanIndex, nowMs: number): Array<Ban> => {
+  const added: Array<Ban> = []
+  for (const [key, ban] of after.all) {
     const old = before.all.get(key)
-    return old !== undefined && isActive(old, nowMs) && sameTerms(old, ban) ? [] : [ban]
-  })
+    // The same record (most of them, in a change of one ban) was in force before if it is now.
+    if (old === ban || !isActive(ban, nowMs)) continue
+    if (old === undefined || !isActive(old, nowMs) || !sameTerms(old, ban)) added.push(ban)
+  }
+  return added
+}
 
 /** Bans of `before` whose target `after` no longer has. */
-const removedBetween = (before: BanIndex, after: BanIndex): Array<Ban> =>
-  [...before.all].flatMap(([key, ban]) => (after.all.has(key) ? [] : [ban]))
+const removedBetween = (before: BanIndex, after: BanIndex): Array<Ban> => {
+  const removed: Array<Ban> = []
+  for (const [key, ban] of before.all) if (!after.all.has(key)) removed.push(ban)
+  return removed
+}
 
 export interface BanState {
   /** One change at a time: `BanRecord` and every change run under it. */
@@ -204,9 +211,12 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
                 expires_at: Duration.isFinite(duration) ? Math.ceil((nowMs + Duration.toMillis(duration)) / 1000) : null,
                 source: input.source
               }
+              // The index holds the bans by key already: the new ban replaces any of its target, at the end.
+              const byKey = new Map(current.index.all)
               const key = targetKey(target)
-              const bans = [...current.index.all.values()].filter((other) => targetKey(other.target) !== key)
-              bans.push(ban)
+              byKey.delete(key)
+              byKey.set(key, ban)
+              const bans = [...byKey.values()]
               const entries = [banAudit("ban", ban, toSeconds(nowMs))]
               return { result: ban, next: { bans, audit: appendAudit(current.audit, entries) }, report: entries }
             })

@@ -89,8 +89,17 @@ export const normaliseTarget = (target: BanTarget): Either.Either<BanTarget, str
 }
 
 /** Identity of a normalised target: two bans with the same key are the same ban. */
-export const targetKey = (target: BanTarget): string =>
-  `${target.type}:${target.type === "username" ? target.value.toLowerCase() : target.value}`
+/** Each target's key, made once: with a large ban file every change looks up every ban's (targets never change). */
+const keys = new WeakMap<BanTarget, string>()
+
+export const targetKey = (target: BanTarget): string => {
+  let key = keys.get(target)
+  if (key === undefined) {
+    key = `${target.type}:${target.type === "username" ? target.value.toLowerCase() : target.value}`
+    keys.set(target, key)
+  }
+  return key
+}
 
 /** Whether a normalised ip target is a range rather than a single address. */
 export const isRange = (target: BanTarget): boolean => target.type === "ip" && target.value.includes("/")

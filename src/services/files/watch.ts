@@ -121,12 +121,15 @@ export const watchFiles = (options: WatchOptions): Effect.Effect<void, never, Sc
   })
 
 /** Size, modification time and inode of a file (`missing` when absent): a cheap way for the poll to see a change. */
+/** Size, modification time and inode: what changes when a file is written or replaced. */
+export const fingerprintOf = (info: FileSystem.File.Info): string => {
+  const mtime = Option.getOrUndefined(Option.map(info.mtime, (date) => date.getTime()))
+  return `${info.size}:${mtime}:${Option.getOrUndefined(info.ino)}`
+}
+
 export const statFingerprint = (fs: FileSystem.FileSystem, file: string): Effect.Effect<string> =>
   fs.stat(file).pipe(
-    Effect.map((info) => {
-      const mtime = Option.getOrUndefined(Option.map(info.mtime, (date) => date.getTime()))
-      return `${info.size}:${mtime}:${Option.getOrUndefined(info.ino)}`
-    }),
+    Effect.map(fingerprintOf),
     Effect.catchAll((error) =>
       Effect.succeed(error._tag === "SystemError" && error.reason === "NotFound" ? "missing" : `error ${error.message}`)
     )

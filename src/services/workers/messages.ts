@@ -46,7 +46,12 @@ export interface SessionBytes {
 /** Main thread -> worker. */
 export type ToWorker =
   | { readonly _tag: "Config"; readonly snapshot: string }
-  | { readonly _tag: "Bans"; readonly bans: ReadonlyArray<Ban> }
+  /**
+   * What changed in the bans in force since the last message (or since the worker's start): records to set (each
+   * replacing any of its target) and target keys (`targetKey`) to remove, removals first. Not the whole list: with
+   * 100,000 bans, copying it to every worker held the main thread for hundreds of milliseconds per ban.
+   */
+  | { readonly _tag: "BanChanges"; readonly set: ReadonlyArray<Ban>; readonly removed: ReadonlyArray<string> }
   | { readonly _tag: "States"; readonly states: ReadonlyArray<readonly [string, ServerState]> }
   | { readonly _tag: "EndSession"; readonly sessionId: number; readonly reason: string }
   | { readonly _tag: "AskBytes"; readonly id: number }
