@@ -495,6 +495,24 @@ describe("state machine", () => {
     ).toMatchObject({ state: "crashed" })
   })
 
+  it("a polled crash before progress, or a poll that fails, does not end a start; a crash the process reports does", () => {
+    const starting = { ...status({ _tag: "Crashed", detail: "crashed", polled: true }), state: "starting" as const, pending: "start" as const }
+    expect(step(starting, { _tag: "Observed", observation: { _tag: "Crashed", detail: "still", polled: true } })).toBeUndefined()
+    expect(step({ ...starting, progressed: true }, { _tag: "Observed", observation: { _tag: "Crashed", detail: "again", polled: true } })).toMatchObject({
+      state: "crashed"
+    })
+    expect(step(starting, { _tag: "Observed", observation: { _tag: "Crashed", detail: "exited", polled: false } })).toMatchObject({ state: "crashed" })
+    const failed = (reason: "unreachable" | "http_status" | "bad_response" | "unauthorized") =>
+      step(starting, { _tag: "Observed", observation: { _tag: "Failed", error: new ProviderError({ reason, message: reason }) } })
+    expect([failed("unreachable"), failed("http_status"), failed("bad_response")]).toEqual([undefined, undefined, undefined])
+    expect(failed("unauthorized")).toMatchObject({ state: "offline" })
+    // Outside a start, a failed poll is news.
+    const online = status({ _tag: "Running", detail: "up" })
+    expect(step(online, { _tag: "Observed", observation: { _tag: "Failed", error: new ProviderError({ reason: "unreachable", message: "x" }) } })).toMatchObject({
+      state: "offline"
+    })
+  })
+
   it("ignores a stale running report after a stop request, and returns to online when the stop is never confirmed", () => {
     const stopping = { ...status({ _tag: "Running", detail: "up" }), state: "stopping" as const, pending: "stop" as const }
     expect(step(stopping, { _tag: "Observed", observation: { _tag: "Running", detail: "up" } })).toBeUndefined()
@@ -513,7 +531,7 @@ describe("state machine", () => {
           { _tag: "Starting", detail: "" },
           { _tag: "Stopping", detail: "" },
           { _tag: "Stopped", requested: false, detail: "" },
-          { _tag: "Crashed", detail: "" },
+          { _tag: "Crashed", detail: "", polled: true },
           { _tag: "Failed", error }
         ] as const
       ).map((observation) => status(observation).state)

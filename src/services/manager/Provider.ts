@@ -38,8 +38,11 @@ export type Observation =
   | { readonly _tag: "Stopping"; readonly detail: string }
   /** Stopped; `requested` when Portal asked for the stop (local: the process exited after `stop`). */
   | { readonly _tag: "Stopped"; readonly requested: boolean; readonly detail: string }
-  /** Local: the process exited without being asked to. Controller: the API flags the server as crashed. */
-  | { readonly _tag: "Crashed"; readonly detail: string }
+  /**
+   * Local: the process exited without being asked to (an event, `polled` false). Controller: the API flags the
+   * server as crashed (`polled` true: an answer that may be the state from before a start request).
+   */
+  | { readonly _tag: "Crashed"; readonly detail: string; readonly polled: boolean }
   /** The provider cannot tell or cannot act: API unreachable, key refused, bad answer. */
   | { readonly _tag: "Failed"; readonly error: ProviderError }
 

@@ -32,7 +32,7 @@ export const ControllerStats = Schema.Struct({
 const observeController = (answer: typeof ControllerStats.Type): Observation => {
   const data = answer.data
   if (data.running) return { _tag: "Running", detail: "the controller reports the server running" }
-  if (data.crashed === true) return { _tag: "Crashed", detail: "the controller reports the server crashed" }
+  if (data.crashed === true) return { _tag: "Crashed", detail: "the controller reports the server crashed", polled: true }
   if (data.waiting_start === true) return { _tag: "Starting", detail: "the controller reports the server waiting to start" }
   return { _tag: "Stopped", requested: false, detail: "the controller reports the server stopped" }
 }

@@ -125,7 +125,7 @@ export const makeLocal = (
           yield* input.report({ _tag: "Stopped", requested: true, detail: `process ${detail}` })
         } else {
           yield* Effect.logWarning(`server process ${detail} without being asked to stop`)
-          yield* input.report({ _tag: "Crashed", detail: `process ${detail} unexpectedly` })
+          yield* input.report({ _tag: "Crashed", detail: `process ${detail} unexpectedly`, polled: false })
         }
       })
 

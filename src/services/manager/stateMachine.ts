@@ -118,9 +118,14 @@ const observe = (status: Status, observation: Observation): Next | undefined => 
       return to("sleeping", observation.detail)
     case "Crashed":
       if (state === "crashed") return undefined
+      // As "stopped" above: a polled "crashed" before any progress is the state the start request is meant to end.
+      if (observation.polled && state === "starting" && status.pending === "start" && !status.progressed) return undefined
       return to("crashed", observation.detail)
     case "Failed":
       if (state === "offline" && status.reason === observation.error.message) return undefined
+      // One poll that fails while a start Portal asked for is under way (a 500, a timeout, a garbled answer) does not
+      // end the start: players keep waiting, bounded by start_timeout. A refused key is not passing, and ends it.
+      if (state === "starting" && status.pending === "start" && observation.error.reason !== "unauthorized") return undefined
       return to("offline", observation.error.message)
   }
 }
