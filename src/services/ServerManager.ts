@@ -34,6 +34,7 @@ import { type Event, initialStatus, type Status, step } from "./manager/stateMac
 import { monotonicMillis } from "./monotonicClock.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
+import { Balancer } from "./Balancer.js"
 
 export { ProviderError } from "./manager/Provider.js"
 export type { MakeProvider, Observation, Provider, ProviderInput } from "./manager/Provider.js"
@@ -154,6 +155,8 @@ const make = (options: ServerManagerOptions) =>
     const registry = yield* PlayerRegistry
     const executor = yield* CommandExecutor.CommandExecutor
     const client = yield* HttpClient.HttpClient
+    // Optional so that the manager can be tested alone; the proxy always has one.
+    const balancer = Option.getOrUndefined(yield* Effect.serviceOption(Balancer))
     const wakeWait = yield* readWakeWait(options)
     const requestTimeout = Duration.decode(options.requestTimeout ?? REQUEST_TIMEOUT)
     const makeProvider = options.makeProvider ?? defaultProvider(executor, client)
@@ -194,6 +197,12 @@ const make = (options: ServerManagerOptions) =>
         }
         yield* Effect.logInfo(`${entry.id}: ${before.state} -> ${next.state} (${next.reason})`)
         yield* PubSub.publish(hub, { serverId: entry.id, from: before.state, to: next.state, at: now, reason: next.reason })
+        if (next.state === "online" && balancer !== undefined) {
+          // A server that just came up is trusted until its next health probe says otherwise: the verdict of the
+          // probes made while it slept would show it `unreachable` for up to an unhealthy_interval.
+          const server = (yield* store.get).servers.get(entry.id)
+          if (server !== undefined) yield* Effect.forEach(server.config.addresses, (address) => balancer.setHealth(server, address, true), { discard: true })
+        }
         if (before.state === "stopping" && (next.state === "sleeping" || next.state === "crashed") && entry.startAfterStop) {
           entry.startAfterStop = false
           yield* beginStart(entry, "a player joined while the server was stopping")

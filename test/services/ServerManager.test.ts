@@ -12,6 +12,7 @@ import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { ConfigStore, type ConfigSnapshot } from "../../src/services/ConfigStore.js"
 import { type Observation, ProviderError, type Provider, type ProviderInput } from "../../src/services/manager/Provider.js"
 import { initialStatus, step } from "../../src/services/manager/stateMachine.js"
+import { Balancer } from "../../src/services/Balancer.js"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import {
   type MakeProvider,
@@ -281,6 +282,22 @@ describe("ServerManager", () => {
       yield* TestClock.adjust("6 seconds")
       expect(fakes.get("lobby").stops).toBe(1)
     }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL(`shutdown_after = "1m"`) }), fakes.make)))
+  })
+
+  it.scoped("a server that comes online is trusted by the balancer until its next health probe", () => {
+    const fakes = fakeProviders({ lobby: { readyAfter: "1 second" } })
+    return Effect.gen(function* () {
+      const manager = yield* ServerManager
+      const balancer = yield* Balancer
+      const server = (yield* Effect.flatMap(ConfigStore, (store) => store.get)).servers.get("lobby")!
+      // Probes made while it slept found nobody listening.
+      yield* balancer.setHealth(server, server.config.addresses[0]!, false)
+      expect(yield* balancer.anyHealthy(server)).toBe(false)
+      const joining = yield* Effect.fork(manager.ensureOnline("lobby"))
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Fiber.join(joining)).toEqual({ _tag: "Online" })
+      expect(yield* balancer.anyHealthy(server)).toBe(true)
+    }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL() }), fakes.make).pipe(Layer.provideMerge(Balancer.Default))))
   })
 
   it.scoped("a join counts as activity before the registry lists the player", () => {
