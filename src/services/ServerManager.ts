@@ -11,6 +11,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -94,6 +95,8 @@ interface Entry {
   /** The encoded `[server_manager]` table, to notice changes on reload. */
   readonly key: string
   readonly scope: Scope.CloseableScope
+  /** Done when a reload stops tracking the server (or tracks it anew): joins waiting on this entry look again. */
+  readonly closed: Deferred.Deferred<void>
   readonly status: SubscriptionRef.SubscriptionRef<Status>
   readonly lock: Effect.Semaphore
   readonly provider: Provider
@@ -273,12 +276,14 @@ const make = (options: ServerManagerOptions) =>
     }
 
     /** Resolves when the state is no longer `from` (true) or when `millis` have passed (false). */
+    /** Waits up to `millis` for the state to leave `from`, or for a reload to stop tracking the entry; true if either came. */
     const waitWhile = (entry: Entry, from: ServerState, millis: number) =>
       millis <= 0
         ? Effect.succeed(false)
         : entry.status.changes.pipe(
             Stream.filter((status) => status.state !== from),
             Stream.runHead,
+            Effect.race(Deferred.await(entry.closed)),
             Effect.interruptible,
             Effect.timeoutOption(Duration.millis(millis)),
             Effect.map(Option.isSome)
@@ -286,13 +291,23 @@ const make = (options: ServerManagerOptions) =>
 
     const ensureOnline = (serverId: string): Effect.Effect<EnsureResult> =>
       Effect.gen(function* () {
-        const entry = entries.get(serverId)
+        let entry = entries.get(serverId)
         if (entry === undefined) return ONLINE
         const deadline = (yield* monotonicMillis) + Duration.toMillis(wakeWait)
         const remaining = Effect.map(monotonicMillis, (now) => deadline - now)
         // One start per call at most: a start that fails is reported, not retried in a loop.
         let startSeen = false
         for (;;) {
+          // A reload may have stopped tracking the server meanwhile (not managed any more: the join goes on as for
+          // any server), or tracks it anew with other settings (the join goes on with that entry, and may start it).
+          // A closed entry: the reload that closed it is let finish first, so that its replacement is in place.
+          if (yield* Deferred.isDone(entry.closed)) yield* reconcileLock.withPermits(1)(Effect.void)
+          const now = entries.get(serverId)
+          if (now === undefined) return ONLINE
+          if (now !== entry) {
+            entry = now
+            startSeen = false
+          }
           const status = yield* SubscriptionRef.get(entry.status)
           switch (status.state) {
             case "online":
@@ -316,12 +331,13 @@ const make = (options: ServerManagerOptions) =>
             case "stopping":
               if (yield* waitWhile(entry, "stopping", yield* remaining)) continue
               // Out of time: have the server started as soon as the stop is done.
+              const stopping = entry
               yield* locked(
-                entry,
+                stopping,
                 Effect.gen(function* () {
-                  const now = yield* SubscriptionRef.get(entry.status)
-                  if (now.state === "stopping") entry.startAfterStop = true
-                  else yield* beginStart(entry, "a player is joining")
+                  const now = yield* SubscriptionRef.get(stopping.status)
+                  if (now.state === "stopping") stopping.startAfterStop = true
+                  else yield* beginStart(stopping, "a player is joining")
                 })
               )
               return STARTING
@@ -377,6 +393,7 @@ const make = (options: ServerManagerOptions) =>
           config,
           key: configKey(config),
           scope,
+          closed: yield* Deferred.make<void>(),
           status,
           lock,
           provider,
@@ -403,7 +420,11 @@ const make = (options: ServerManagerOptions) =>
       }).pipe(asServer(id))
 
     const closeEntry = (entry: Entry, why: string) =>
-      Effect.logInfo(`no longer managed: ${why}`).pipe(Effect.zipRight(Scope.close(entry.scope, Exit.void)), asServer(entry.id))
+      Effect.logInfo(`no longer managed: ${why}`).pipe(
+        Effect.zipRight(Scope.close(entry.scope, Exit.void)),
+        Effect.zipRight(Deferred.succeed(entry.closed, undefined)),
+        asServer(entry.id)
+      )
 
     const reconcile = (snapshot: ConfigSnapshot) =>
       reconcileLock.withPermits(1)(

@@ -475,6 +475,29 @@ describe("ServerManager", () => {
     }).pipe(Effect.provide(managerLayer(snapshotOf({ plain: `addresses = ["127.0.0.1:25565"]` }), fakes.make)))
   })
 
+  it.scoped("a join waiting on a start goes on at once when a reload re-tracks or drops the server's manager", () => {
+    const fakes = fakeProviders({ a: { readyAfter: "never" }, b: { readyAfter: "never" } })
+    return Effect.gen(function* () {
+      const manager = yield* ServerManager
+      const store = yield* ConfigStore
+      yield* SubscriptionRef.set(store.current, { ...snapshotOf({ a: LOCAL(), b: PANEL() }), revision: 2 })
+      yield* TestClock.adjust("10 millis")
+      const joinA = yield* Effect.fork(manager.ensureOnline("a"))
+      const joinB = yield* Effect.fork(manager.ensureOnline("b"))
+      yield* TestClock.adjust("1 second")
+      expect(fakes.get("a").starts).toBe(1)
+      // a's manager changes (tracked anew, with the new settings), b's is removed (a server like any other).
+      yield* SubscriptionRef.set(store.current, { ...snapshotOf({ a: LOCAL(`start_timeout = "2m"`), b: `addresses = ["x:1"]` }), revision: 3 })
+      yield* TestClock.adjust("10 millis")
+      // b's player goes on at once; a's join starts the new entry (its own start) instead of waiting for nothing.
+      expect(yield* Fiber.join(joinB)).toEqual({ _tag: "Online" })
+      expect(fakes.created).toEqual(["a", "b", "a"])
+      expect(fakes.get("a").starts).toBe(1)
+      expect(yield* manager.stateOf("a")).toBe("starting")
+      yield* Fiber.interrupt(joinA)
+    }).pipe(Effect.provide(managerLayer(snapshotOf({ a: LOCAL() }), fakes.make)))
+  })
+
   it.scoped("a reload adds, removes and re-tracks managed servers", () => {
     const fakes = fakeProviders({})
     return Effect.gen(function* () {
