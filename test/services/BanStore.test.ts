@@ -433,6 +433,37 @@ describe("the file", () => {
     })
   )
 
+  it.effect("two hand-written records of one target: the one that lasts longer holds, whichever comes first", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const file = banFile()
+      const soon = T0_SECONDS + 60
+      writeFileSync(
+        file,
+        JSON.stringify({
+          bans: [
+            { target: { type: "username", value: "dup" }, expires_at: null, reason: "for good" },
+            { target: { type: "username", value: "DUP" }, expires_at: soon, reason: "stray line" },
+            { target: { type: "ip", value: "127.0.0.5" }, expires_at: soon, reason: "short" },
+            { target: { type: "ip", value: "::ffff:127.0.0.5" }, expires_at: soon + 3600, reason: "longer" }
+          ]
+        })
+      )
+      yield* withStore(file, (bans) =>
+        Effect.gen(function* () {
+          const list = yield* bans.list
+          expect(list.map((ban) => [ban.target.value, ban.reason])).toEqual([
+            ["dup", "for good"],
+            ["127.0.0.5", "longer"]
+          ])
+          // Past the short one's end, both still hold.
+          yield* TestClock.adjust("2 minutes")
+          expect((yield* bans.list).map((ban) => ban.reason)).toEqual(["for good", "longer"])
+        })
+      )
+    })
+  )
+
   it.effect("a missing file means no bans and is created at the first write, with its directory", () =>
     Effect.gen(function* () {
       const file = path.join(makeConfigDir().root, "data", "bans.json")

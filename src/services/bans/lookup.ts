@@ -21,11 +21,20 @@ export interface BanIndex {
   readonly ranges6: ReadonlyArray<RangeBan<ipaddr.IPv6>>
 }
 
-/** Builds the indexes; of two bans on the same target the later one wins (as when a ban is added again). */
+/** Whether `a` ends after `b` (a permanent ban ends never). */
+const outlasts = (a: Ban, b: Ban): boolean => (a.expires_at === null ? b.expires_at !== null : b.expires_at !== null && a.expires_at > b.expires_at)
+
+/**
+ * Builds the indexes. Portal itself keeps one record per target (a ban added again replaces the old one), so two
+ * records of one target come from a hand edit of the file: the one that lasts longer holds, so that a stray line
+ * never shortens a ban (a permanent one included) without anyone noticing; of two that end together, the later.
+ */
 export const buildIndex = (bans: Iterable<Ban>): BanIndex => {
   const all = new Map<string, Ban>()
   for (const ban of bans) {
     const key = targetKey(ban.target)
+    const other = all.get(key)
+    if (other !== undefined && outlasts(other, ban)) continue
     all.delete(key) // the replacement goes to the end, where a fresh ban would be
     all.set(key, ban)
   }

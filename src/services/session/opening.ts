@@ -231,6 +231,11 @@ class OpeningRead implements ReadClient<ProxyHeader | Opening, ProtocolError>, H
         this.slot()
         return this.sink.ended({ _tag: "Failed", error })
       case "legacyOrMore":
+        // A 1.6 ping under way (`FE 01 FA` and part of the rest, sent in pieces): it gets the time of a handshake.
+        if (error._tag === "ReadTimeout" && detectLegacy(this.reader.peekBuffered())._tag === "NeedMore") {
+          this.step = "handshake"
+          return this.reader.readFor("the handshake", MAX_HANDSHAKE_FRAME_BYTES, HANDSHAKE_TIMEOUT_MS, this)
+        }
         // Nothing more came (or the client stopped sending): it was the legacy ping.
         this.reader.takeBuffered()
         return this.settled({ _tag: "LegacyPing", ping: this.maybePing as LegacyPing })
