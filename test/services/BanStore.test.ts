@@ -4,12 +4,13 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Layer, Logger, Option, Queue, Schema, Stream, TestClock } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Logger, Option, Queue, Schema, Stream, TestClock } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { GlobalConfig } from "../../src/schema/GlobalConfig.js"
 import { type AuditEntry, type Ban, type BanChange, banMessage, BanStore, type BanTarget } from "../../src/services/BanStore.js"
+import { decodeBanFile } from "../../src/services/bans/file.js"
 import { type ConfigSnapshot, ConfigStore } from "../../src/services/ConfigStore.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 
@@ -463,6 +464,15 @@ describe("the file", () => {
       )
     })
   )
+
+  it("refuses an expiry no date can hold, or one written in milliseconds past the year 9999", () => {
+    const record = (expires: number) => JSON.stringify({ bans: [{ target: { type: "username", value: "Steve" }, expires_at: expires }] })
+    expect(Either.isRight(decodeBanFile(record(253_402_300_799), 0))).toBe(true)
+    for (const expires of [1e13, 1e300]) {
+      const decoded = decodeBanFile(record(expires), 0)
+      expect(Either.isLeft(decoded) && decoded.left).toMatch(/expected a time in epoch seconds, up to the year 9999/)
+    }
+  })
 
   it.effect("a missing file means no bans and is created at the first write, with its directory", () =>
     Effect.gen(function* () {

@@ -33,9 +33,12 @@ export interface AuditEntry {
 /** The audit log keeps this many most recent entries. */
 export const AUDIT_LOG_LIMIT = 1000
 
-const EpochSeconds = Schema.Number.pipe(Schema.finite(), Schema.nonNegative()).annotations({
+/** The end of the year 9999: a larger value is milliseconds written by mistake, or nothing a date can hold. */
+const MAX_EPOCH_SECONDS = 253_402_300_799
+
+const EpochSeconds = Schema.Number.pipe(Schema.finite(), Schema.nonNegative(), Schema.lessThanOrEqualTo(MAX_EPOCH_SECONDS)).annotations({
   identifier: "EpochSeconds",
-  message: () => "expected a time in epoch seconds"
+  message: () => "expected a time in epoch seconds, up to the year 9999"
 })
 
 const TargetFields = Schema.Struct({
