@@ -60,6 +60,9 @@ describe("[ip_filter]", () => {
     await expect(ping(portal.port, "mc.example.com", "1.20.4", from("2001:db8:bad::1"))).rejects.toThrow()
     expect(backend.handshakes).toHaveLength(0)
     expect(await join(portal.port, "mc.example.com", { preamble: from("198.51.100.1") })).toEqual({ _tag: "Kicked", reason: "kick: main" })
+    // The refused login is an info line; the refused ping is not (a debug one: pings can come without end).
+    const refusals = portal.logs.filter((line) => line.includes("refused by the global [ip_filter]")).map((line) => line.split(" ")[0])
+    expect(refusals.filter((level) => level !== "DEBUG")).toEqual(["INFO"])
   })
 
   it("a server's filter applies after routing, on top of the global one", async () => {

@@ -131,6 +131,13 @@ export interface OpeningPhase {
 const kindOf = (opening: SettledOpening): HandshakeKind =>
   opening._tag === "Modern" ? (opening.handshake.nextState === NEXT_STATE_STATUS ? "status" : "login") : opening._tag === "LegacyPing" ? "legacy_status" : "login"
 
+/**
+ * A refused login is worth an info line; a refused ping only a debug one: pings are what a banned or filtered address
+ * can send without end, and each would otherwise add a line to the log (the stats count them all the same).
+ */
+const logRefusal = (opening: SettledOpening, message: string): Effect.Effect<void> =>
+  kindOf(opening) === "login" ? Effect.logInfo(message) : Effect.logDebug(message)
+
 /** A connection refused or evicted for the handshake flood bound: counted, and its trace says why. */
 const countFloodRefusal = (stats: StatsDataPlane, trace: ConnectionTrace | undefined): void => {
   stats.rejected("flood")
@@ -323,13 +330,13 @@ export const makeOpening = (services: OpeningServices): OpeningPhase => {
     if (!arrived.globallyAllowed) {
       stats.rejected("ip_filter")
       traceRefusal(connection.trace, "ip_filter")
-      refusal = Effect.zipRight(Effect.logInfo("refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
+      refusal = Effect.zipRight(logRefusal(opening, "refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
     } else if (arrived.ipBan !== undefined) {
       const ipBan = arrived.ipBan
       stats.rejected("banned")
       traceRefusal(connection.trace, "banned")
       refusal = Effect.zipRight(
-        Effect.logInfo(`refused: the address is banned (${ipBan.reason})`),
+        logRefusal(opening, `refused: the address is banned (${ipBan.reason})`),
         Effect.suspend(() => refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000))))
       )
     } else if (opening._tag === "LegacyLogin") {

@@ -82,7 +82,9 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
     if (!ipFilter.allowedFor(server, ip)) {
       stats.rejected("ip_filter")
       traceRefusal(trace, "ip_filter")
-      return Effect.as(Effect.zipRight(Effect.logInfo(`refused by the [ip_filter] of ${server.id}`), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
+      // As in the opening: a refused login is an info line, a refused ping a debug one.
+      const line = `refused by the [ip_filter] of ${server.id}`
+      return Effect.as(Effect.zipRight(isStatus ? Effect.logDebug(line) : Effect.logInfo(line), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
     }
     return Effect.succeed(isStatus ? { _tag: "Status", opened, server } : { _tag: "Login", opened, server })
   }
