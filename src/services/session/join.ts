@@ -56,7 +56,8 @@ const formatBytes = (bytes: number): string =>
 /** Whether the player left (or was ended from outside) while the join was under way. */
 const gone = (client: Socket): boolean => client.destroyed || client.writableEnded
 
-const CLOSED: Effect.Effect<Joined> = Effect.succeed("closed")
+/** The player left before the relay could start (a login sent with its FIN, say): said, so no session goes unlogged. */
+const CLOSED: Effect.Effect<Joined> = Effect.as(Effect.logDebug("the player closed the connection before joining"), "closed")
 
 /** A login Disconnect with `message`, encrypted when the authentication turned encryption on. */
 const refuseLogin = (admitted: Admitted, message: string): Effect.Effect<void> => {
