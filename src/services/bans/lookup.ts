@@ -1,14 +1,52 @@
 /**
  * In-memory indexes over the bans, rebuilt on every change (changes are rare, lookups happen on every connection):
- * maps by address, lower-cased name and UUID, and a short list of ranges per IP family (pure).
+ * maps by address, lower-cased name and UUID, and ranges per IP family by prefix length and network (pure).
  */
 import ipaddr from "ipaddr.js"
 import type { Ban } from "./file.js"
 import { isRange, normaliseUuid, parseClientAddress, targetKey } from "./target.js"
 
-interface RangeBan<A> {
-  readonly range: [A, number]
-  readonly ban: Ban
+/**
+ * Range bans of one family by prefix length, then by network (the address masked to the prefix: a number for IPv4,
+ * the masked bytes as a string for IPv6): a lookup costs one map lookup per prefix length in use, however many ranges
+ * are banned (a list scanned on every connection cost 3.6 ms with 100,000 ranges; this costs microseconds).
+ */
+type RangeBuckets = ReadonlyMap<number, ReadonlyMap<number | string, Ban>>
+
+/** An IPv4 address's first `prefix` bits as a number. */
+const network4 = (bytes: ReadonlyArray<number>, prefix: number): number =>
+  prefix === 0 ? 0 : (((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) & (0xffffffff << (32 - prefix))) >>> 0
+
+/** An IPv6 address's first `prefix` bits, the rest zero, as a string key. */
+const network6 = (bytes: ReadonlyArray<number>, prefix: number): string => {
+  let key = ""
+  for (let i = 0; i < bytes.length; i++) {
+    const bits = Math.max(0, Math.min(8, prefix - i * 8))
+    key += String.fromCharCode(bits === 0 ? 0 : bytes[i]! & ((0xff << (8 - bits)) & 0xff))
+  }
+  return key
+}
+
+const networkOf = (bytes: ReadonlyArray<number>, prefix: number): number | string =>
+  bytes.length === 4 ? network4(bytes, prefix) : network6(bytes, prefix)
+
+const addRange = (buckets: Map<number, Map<number | string, Ban>>, bytes: ReadonlyArray<number>, prefix: number, ban: Ban) => {
+  let bucket = buckets.get(prefix)
+  if (bucket === undefined) buckets.set(prefix, (bucket = new Map()))
+  bucket.set(networkOf(bytes, prefix), ban)
+}
+
+/** A stored IPv4 range (normalised: four decimal parts and a prefix), read without ipaddr.js's general parser. */
+const V4_RANGE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/
+
+const findRange = (buckets: RangeBuckets, address: ipaddr.IPv4 | ipaddr.IPv6, nowMs: number): Ban | undefined => {
+  if (buckets.size === 0) return undefined
+  const bytes = address.toByteArray()
+  for (const [prefix, bucket] of buckets) {
+    const ban = bucket.get(networkOf(bytes, prefix))
+    if (ban !== undefined && isActive(ban, nowMs)) return ban
+  }
+  return undefined
 }
 
 export interface BanIndex {
@@ -17,8 +55,8 @@ export interface BanIndex {
   readonly ips: ReadonlyMap<string, Ban>
   readonly names: ReadonlyMap<string, Ban>
   readonly uuids: ReadonlyMap<string, Ban>
-  readonly ranges4: ReadonlyArray<RangeBan<ipaddr.IPv4>>
-  readonly ranges6: ReadonlyArray<RangeBan<ipaddr.IPv6>>
+  readonly ranges4: RangeBuckets
+  readonly ranges6: RangeBuckets
 }
 
 /** Whether `a` ends after `b` (a permanent ban ends never). */
@@ -41,17 +79,21 @@ export const buildIndex = (bans: Iterable<Ban>): BanIndex => {
   const ips = new Map<string, Ban>()
   const names = new Map<string, Ban>()
   const uuids = new Map<string, Ban>()
-  const ranges4: Array<RangeBan<ipaddr.IPv4>> = []
-  const ranges6: Array<RangeBan<ipaddr.IPv6>> = []
+  const ranges4 = new Map<number, Map<number | string, Ban>>()
+  const ranges6 = new Map<number, Map<number | string, Ban>>()
   for (const ban of all.values()) {
     const { type, value } = ban.target
     if (type === "username") names.set(value.toLowerCase(), ban)
     else if (type === "uuid") uuids.set(value, ban)
     else if (!isRange(ban.target)) ips.set(value, ban)
     else {
-      const range = ipaddr.parseCIDR(value)
-      if (range[0].kind() === "ipv4") ranges4.push({ range: range as [ipaddr.IPv4, number], ban })
-      else ranges6.push({ range: range as [ipaddr.IPv6, number], ban })
+      // 100,000 ranges took ipaddr.parseCIDR 0.6 s, at every change of the bans.
+      const v4 = V4_RANGE.exec(value)
+      if (v4 !== null) addRange(ranges4, [Number(v4[1]), Number(v4[2]), Number(v4[3]), Number(v4[4])], Number(v4[5]), ban)
+      else {
+        const [address, prefix] = ipaddr.parseCIDR(value)
+        addRange(address.kind() === "ipv4" ? ranges4 : ranges6, address.toByteArray(), prefix, ban)
+      }
     }
   }
   return { all, ips, names, uuids, ranges4, ranges6 }
@@ -63,19 +105,12 @@ export const EMPTY_INDEX: BanIndex = buildIndex([])
 export const isActive = (ban: Ban, nowMs: number): boolean => ban.expires_at === null || nowMs < ban.expires_at * 1000
 
 export const findIpBan = (index: BanIndex, ip: string, nowMs: number): Ban | undefined => {
-  if (index.ips.size === 0 && index.ranges4.length === 0 && index.ranges6.length === 0) return undefined
+  if (index.ips.size === 0 && index.ranges4.size === 0 && index.ranges6.size === 0) return undefined
   const address = parseClientAddress(ip)
   if (address === undefined) return undefined
   const exact = index.ips.get(address.toString())
   if (exact !== undefined && isActive(exact, nowMs)) return exact
-  if (address.kind() === "ipv4") {
-    const v4 = address as ipaddr.IPv4
-    for (const entry of index.ranges4) if (isActive(entry.ban, nowMs) && v4.match(entry.range)) return entry.ban
-  } else {
-    const v6 = address as ipaddr.IPv6
-    for (const entry of index.ranges6) if (isActive(entry.ban, nowMs) && v6.match(entry.range)) return entry.ban
-  }
-  return undefined
+  return findRange(address.kind() === "ipv4" ? index.ranges4 : index.ranges6, address, nowMs)
 }
 
 export const findPlayerBan = (
