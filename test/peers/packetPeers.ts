@@ -120,7 +120,9 @@ export const startPacketBackend = async (options: { compressionThreshold?: numbe
   let round = 0
   const ticker = setInterval(() => {
     round += 1
-    for (const client of backend.clients.values()) serverChat(client, `tick ${round}`)
+    // Only to players in play: a chat packet has no id in the configuration state, and a tick that fell while a test
+    // reconfigured a player wrote a packet the client could not read.
+    for (const client of backend.clients.values()) if (client.state === "play") serverChat(client, `tick ${round}`)
   }, 1000)
   cleanups.push(() => backend.close())
   return backend

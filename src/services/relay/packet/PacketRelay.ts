@@ -502,11 +502,12 @@ export class PacketRelay implements LiveRelay, BungeePeer {
 
   // --- the BungeeCord channel's view of this session -------------------------------------------------------------
 
-  /** A plugin message to this player's backend (Forward, and the channel's answers); only once in play. */
+  /** Whether a plugin message to the backend would be sent now: both sides in play, the session not ending. */
   get reachesBackend(): boolean {
     return this.closing === undefined && this.link.state === "play" && this.serverboundState === "play"
   }
 
+  /** A plugin message to this player's backend (Forward, and the channel's answers); only once in play. */
   sendToBackend(channel: string, data: Buffer): void {
     if (!this.reachesBackend) return
     this.up.flush()
