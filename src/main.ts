@@ -94,12 +94,20 @@ if (args!.check) {
   ).pipe(
     Effect.as(0),
     Effect.catchTag("ConfigError", (error) =>
-      Effect.sync(() => {
-        for (const problem of error.problems) process.stderr.write(`${formatProblem(problem)}\n`)
-        for (const note of error.notes ?? []) process.stderr.write(`note: ${note}\n`)
-        process.stderr.write(`portal: the configuration has ${error.problems.length} problem(s); not starting\n`)
-        return 1
-      })
+      logFormat === "json"
+        ? // JSON logs stay JSON to the last line: a log pipeline reads every problem as a record.
+          Effect.gen(function* () {
+            for (const problem of error.problems) yield* Effect.logError(formatProblem(problem))
+            for (const note of error.notes ?? []) yield* Effect.logWarning(`note: ${note}`)
+            yield* Effect.logFatal(`the configuration has ${error.problems.length} problem(s); not starting`)
+            return 1
+          })
+        : Effect.sync(() => {
+            for (const problem of error.problems) process.stderr.write(`${formatProblem(problem)}\n`)
+            for (const note of error.notes ?? []) process.stderr.write(`note: ${note}\n`)
+            process.stderr.write(`portal: the configuration has ${error.problems.length} problem(s); not starting\n`)
+            return 1
+          })
     ),
     Effect.catchAll((error) =>
       Effect.as(Effect.logFatal(`Portal cannot run: ${error instanceof Error ? error.message : String(error)}`), 1)

@@ -258,6 +258,16 @@ describe("running", () => {
     await portal.waitForOutput(/loaded/)
     const first = JSON.parse(portal.output().split("\n")[0]!)
     expect(first).toMatchObject({ level: "info", message: expect.stringMatching(/proxy\.toml loaded: 0 servers/) })
+     // A configuration that cannot start says so in JSON too: one record per problem, then the verdict.
+    const broken = makeConfigDir(`max_connections = "lots"\nconnect_timeout = "0s"`)
+    const result = runPortal(["--config", broken.configFile, "--log-format", "json"])
+    expect(result.status).toBe(1)
+    const records = result.stdout.trim().split("\n").map((line) => JSON.parse(line))
+    expect(records.map((record) => [record.level, record.message])).toEqual([
+      ["error", expect.stringMatching(/proxy\.toml: max_connections: expected a number, got "lots"$/)],
+      ["error", expect.stringMatching(/proxy\.toml: connect_timeout: expected a duration above zero$/)],
+      ["fatal", "the configuration has 2 problem(s); not starting"]
+    ])
   })
 
   it("SIGHUP re-reads proxy.toml and names options that need a restart", async () => {
