@@ -214,9 +214,9 @@ const run = (containers: ContainersConfig, configFile: string) =>
       Effect.gen(function* () {
         const runtime = describeRuntime(answer, apiVersion)
         if (outage !== undefined) {
-          yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${inventory.count()} server(s) from containers`)
+          yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`)
         } else if (!connectedBefore) {
-          yield* Effect.logInfo(`container discovery: ${where} answers (${runtime}); ${inventory.count()} server(s) from containers`)
+          yield* Effect.logInfo(`container discovery: ${where} answers (${runtime}); ${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`)
         }
         outage = undefined
         connectedBefore = true
@@ -227,7 +227,7 @@ const run = (containers: ContainersConfig, configFile: string) =>
       Effect.gen(function* () {
         if (outage === undefined) {
           yield* Effect.logWarning(
-            `container discovery: ${error.reason}; keeping the ${inventory.count()} server(s) found so far, ` +
+            `container discovery: ${error.reason}; keeping the ${inventory.count()} server(s) defined by container labels so far, ` +
               `trying again every ${Duration.format(containers.reconnect_delay)}`
           )
         } else if (outage !== error.reason) {

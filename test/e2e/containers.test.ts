@@ -255,7 +255,7 @@ describe("container discovery", () => {
     await waitFor(() => docker.streams() === 1 || undefined)
 
     await docker.down()
-    await portal.waitForLog(/WARN container discovery: .*docker\.sock.*; keeping the 1 server\(s\) found so far, trying again every 100ms/)
+    await portal.waitForLog(/WARN container discovery: .*docker\.sock.*; keeping the 1 server\(s\) defined by container labels so far, trying again every 100ms/)
     // Several reconnect attempts fail meanwhile; the outage is still one warning.
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect(portal.logs.filter((line) => line.startsWith("WARN container discovery")).length).toBe(1)
@@ -287,7 +287,7 @@ describe("container discovery", () => {
     docker.failing = { status: 500, message: "Error response from daemon: overloaded" }
     docker.run({ name: "mc-meanwhile", labels: lobbyLabels("meanwhile.example.com", backend.port), networks: { bridge: "127.0.0.1" } })
     await portal.waitForLog(
-      /WARN container discovery: HTTP 500 to GET \/containers\/\w{12}\/json: Error response from daemon: overloaded; keeping the 1 server\(s\) found so far/
+      /WARN container discovery: HTTP 500 to GET \/containers\/\w{12}\/json: Error response from daemon: overloaded; keeping the 1 server\(s\) defined by container labels so far/
     )
     expect((await servers(portal)).has("mc-one")).toBe(true)
     docker.failing = undefined
