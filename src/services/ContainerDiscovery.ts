@@ -213,11 +213,9 @@ const run = (containers: ContainersConfig, configFile: string) =>
     const connected = (answer: VersionAnswer, apiVersion: string) =>
       Effect.gen(function* () {
         const runtime = describeRuntime(answer, apiVersion)
-        if (outage !== undefined) {
-          yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`)
-        } else if (!connectedBefore) {
-          yield* Effect.logInfo(`container discovery: ${where} answers (${runtime}); ${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`)
-        }
+        const servers = `${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`
+        if (outage !== undefined) yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${servers}`)
+        else if (!connectedBefore) yield* Effect.logInfo(`container discovery: ${where} answers (${runtime}); ${servers}`)
         outage = undefined
         connectedBefore = true
         yield* Deferred.succeed(firstAttempt, undefined)

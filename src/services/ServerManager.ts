@@ -275,7 +275,6 @@ const make = (options: ServerManagerOptions) =>
       })
     }
 
-    /** Resolves when the state is no longer `from` (true) or when `millis` have passed (false). */
     /** Waits up to `millis` for the state to leave `from`, or for a reload to stop tracking the entry; true if either came. */
     const waitWhile = (entry: Entry, from: ServerState, millis: number) =>
       millis <= 0

@@ -81,7 +81,6 @@ const CHANNEL_DELIVERY_MS = 5_000
 
 const CONNECTION_FIELDS = new Set(["conn", "ip", "server"])
 
-/** A worker's log line, written by this thread's logger with the worker's fields. */
 /** A cause rendered on another thread, made a cause again: an error whose stack is that text. */
 const causeOfText = (text: string): Cause.Cause<never> => {
   const [, name, message] = /^([\w$.]*(?:Error|Exception)): ([^\n]*)/.exec(text) ?? [undefined, "Error", text.split("\n", 1)[0] ?? ""]
@@ -91,6 +90,7 @@ const causeOfText = (text: string): Cause.Cause<never> => {
   return Cause.die(error)
 }
 
+/** A worker's log line, written by this thread's logger with the worker's fields. */
 const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
   const level = LogLevel.allLevels.find((known) => known.label === record.level) ?? LogLevel.Info
   const connection: Partial<Record<"conn" | "ip" | "server", unknown>> = {}

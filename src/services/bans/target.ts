@@ -5,7 +5,7 @@
  */
 import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
-import { type IpAddress, parseStrictAddress } from "../../schema/ipAddress.js"
+import { type IpAddress, parseStrictAddress, parseStrictCidr } from "../../schema/ipAddress.js"
 
 export type BanTargetType = "ip" | "username" | "uuid"
 
@@ -16,35 +16,28 @@ export interface BanTarget {
 
 type Address = IpAddress
 
-// Dotted quads and IPv6 only, as in the configuration's IP filters.
-const parseStrict = parseStrictAddress
-
 const unmap = (address: Address): Address =>
   address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address
 
+// Dotted quads and IPv6 only, as in the configuration's IP filters (schema/ipAddress.ts).
 const normaliseIpValue = (raw: string): Either.Either<string, string> => {
   const text = raw.trim()
   const invalid = Either.left(
     `${JSON.stringify(raw)} is not an IP address or CIDR range (for example "203.0.113.7", "203.0.113.0/24" or "2001:db8::/32")`
   )
-  const slash = text.lastIndexOf("/")
-  if (slash < 0) {
-    const address = parseStrict(text)
+  if (!text.includes("/")) {
+    const address = parseStrictAddress(text)
     return address === undefined ? invalid : Either.right(unmap(address).toString())
   }
-  const prefixText = text.slice(slash + 1)
-  const parsed = parseStrict(text.slice(0, slash))
-  if (parsed === undefined || !/^\d{1,3}$/.test(prefixText)) return invalid
-  let address = parsed
-  let prefix = Number(prefixText)
+  const parsed = parseStrictCidr(text)
+  if (parsed === undefined) return invalid
+  let [address, prefix] = parsed
   // `::ffff:203.0.113.0/120` is an IPv4 range written the IPv6 way; clients in it are seen as IPv4.
   if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() && prefix >= 96) {
     address = (address as ipaddr.IPv6).toIPv4Address()
     prefix -= 96
   }
-  const bits = address.kind() === "ipv4" ? 32 : 128
-  if (prefix > bits) return invalid
-  if (prefix === bits) return Either.right(address.toString())
+  if (prefix === (address.kind() === "ipv4" ? 32 : 128)) return Either.right(address.toString())
   const network =
     address.kind() === "ipv4"
       ? ipaddr.IPv4.networkAddressFromCIDR(`${address.toString()}/${prefix}`)
