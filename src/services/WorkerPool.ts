@@ -199,7 +199,8 @@ const make = (options: WorkerPoolOptions) =>
     // comparison as a safety net.
     // Compared record by record: ban records are never changed in place, so the same records are the same bans, and
     // what is sent is the difference (serialising or copying 100,000 bans took the main thread hundreds of ms).
-    let lastBans: ReadonlyArray<Ban> = []
+    // Workers start with the bans of their start (WorkerData), never older than these: nothing to send for them.
+    let lastBans: ReadonlyArray<Ban> = yield* bans.list
     const sendBans = Effect.flatMap(bans.list, (list) =>
       Effect.sync(() => {
         if (list.length === lastBans.length && list.every((ban, i) => ban === lastBans[i])) return
