@@ -27,7 +27,7 @@ import { client } from "./ipc.mjs"
 import { buildNativeLoad, startNativeEcho } from "./native.mjs"
 import { renderReport } from "./report.mjs"
 import * as scenarios from "./scenarios.mjs"
-import { allCpus, canPin, coresPlan, freePort, machine, pin, raiseFileLimit } from "./system.mjs"
+import { allCpus, canPin, coresPlan, freePort, machine, pin, raiseFileLimit, widenEphemeralPorts } from "./system.mjs"
 import { DEFAULT_STATUS_TTL, directTarget, findHaproxy, haproxyTarget, PORTAL_NODE_FLAGS, portalTarget } from "./targets.mjs"
 
 const LOAD_CPU = 0
@@ -143,6 +143,8 @@ const main = async () => {
   if (!existsSync("dist/main.js")) throw new Error("dist/main.js is missing: run npm run build first (npm run bench does)")
   // A proxy holds two descriptors per session of the memory scenario (the generator and the backend one each).
   const limits = raiseFileLimit(2 * PLAN.memory.count + 1000)
+  // A smoke run measures nothing: it leaves the machine's settings alone.
+  const ports = smoke ? { low: 0, high: 0, widenedFrom: undefined, restore: () => {} } : widenEphemeralPorts()
   const pinned = canPin()
   if (pinned) pin(process.pid, LOAD_CPU)
   const proxyCpu = pinned ? PROXY_CPU : undefined
@@ -168,6 +170,7 @@ const main = async () => {
     await nativeEcho?.stop()
     backendChild.kill()
     receiverChild?.kill()
+    ports.restore()
     if (process.env.BENCH_KEEP_DIR === undefined) rmSync(dir, { recursive: true, force: true })
     else say(`kept ${dir}`)
   }
@@ -461,7 +464,7 @@ const main = async () => {
         : `- Telemetry rows: Portal passthrough without \`[telemetry]\` and with it enabled with its defaults (every login traced, pings sampled at 0.1, metrics every 15s), ` +
           `exporting over OTLP/gRPC (the default), and over OTLP/HTTP, to a receiver on CPU ${LOAD_CPU} that acknowledges without decoding (${received.requests} export requests, ` +
           `${(received.bytes / 2 ** 20).toFixed(1)} MiB over the run); each window in a Portal process started for it and given ${PLAN.telemetryWarmMs / 1000} s of the same load first.`,
-      `- Rounds: ${PLAN.rounds} (connection rate ${PLAN.rateRounds}, game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}, multi-core ${PLAN.coresRounds}); medians of rounds. Open-files limit ${limits.hard}.`,
+      `- Rounds: ${PLAN.rounds} (connection rate ${PLAN.rateRounds}, game ${PLAN.gameRounds}, memory ${PLAN.memoryRounds}, multi-core ${PLAN.coresRounds}); medians of rounds. Open-files limit ${limits.hard}. ${ports.low === 0 ? "" : `Ephemeral ports ${ports.low}-${ports.high}`}${ports.widenedFrom === undefined ? "" : ` for the run (widened from ${ports.widenedFrom}: a proxy's TIME_WAIT sockets towards the backend filled that range within seconds of logins, and then every connect searched it; bench/system.mjs)`}.`,
       ...(only.includes("cores")
         ? [
             coresRun.note !== undefined

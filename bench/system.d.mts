@@ -14,6 +14,7 @@ export declare const pin: (pid: number, cpus: number | string) => void
 export declare const allCpus: () => string
 export declare const coresPlan: () => { pinned: boolean; load: string; proxy: string; proxyCpus: number; loadCpus: number }
 export declare const raiseFileLimit: (wanted: number) => { soft: number; hard: number }
+export declare const widenEphemeralPorts: () => { low: number; high: number; widenedFrom: string | undefined; restore: () => void }
 export declare const freePort: () => Promise<number>
 export declare const waitForPort: (port: number, dead: () => string | undefined, timeoutMs?: number) => Promise<void>
 export declare const sleep: (ms: number) => Promise<void>
