@@ -77,8 +77,22 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
     const fileOf = (snapshot: ConfigSnapshot, id: string): string => {
       const loaded = snapshot.servers.get(id)
       // A definition's file is shown relative to the working directory, which does not change while Portal runs.
-      return loaded !== undefined ? NodePath.resolve(loaded.file) : NodePath.join(snapshot.global.servers_dir, `${id}.toml`)
+      return NodePath.resolve(loaded !== undefined ? loaded.file : NodePath.join(snapshot.global.servers_dir, `${id}.toml`))
     }
+
+    /**
+     * The loaded server, other than `id`, whose file `fileOf(id)` is: `alpha.toml` may hold server `hub` (its `name`
+     * key), and a request for a new server `alpha` must not overwrite or remove it.
+     */
+    const occupantOf = (snapshot: ConfigSnapshot, id: string): string | undefined => {
+      if (snapshot.servers.has(id)) return undefined
+      const file = fileOf(snapshot, id)
+      for (const server of snapshot.servers.values()) if (NodePath.resolve(server.file) === file) return server.id
+      return undefined
+    }
+
+    /** Writes and removals one at a time: each checks against the configuration the one before it applied. */
+    const writing = yield* Effect.makeSemaphore(1)
 
     const readIfPresent = (file: string) =>
       fs.readFileString(file).pipe(
@@ -93,6 +107,10 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
         const file = displayPath(absolute)
         if (!manageable(snapshot, id)) {
           return [{ file, path: "", message: `a new server's id must match [a-z0-9_-]+, got ${JSON.stringify(id)}` }]
+        }
+        const occupant = occupantOf(snapshot, id)
+        if (occupant !== undefined) {
+          return [{ file, path: "", message: `this file holds server "${occupant}" (its name or id key): change it as "${occupant}", or choose another id` }]
         }
         const checked = yield* provide(checkServerText(absolute, text))
         const problems: Array<ConfigProblem> = [...checked.problems]
@@ -114,7 +132,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       Effect.flatMap(store.get, (snapshot) => checkServerAt(snapshot, id, text))
 
     const writeServer = (id: string, text: string): Effect.Effect<ServerWrite, ConfigError | ConfigWriteError> =>
-      Effect.gen(function* () {
+      writing.withPermits(1)(Effect.gen(function* () {
         const snapshot = yield* store.get
         const problems = yield* checkServerAt(snapshot, id, text)
         if (problems.length > 0) return yield* new ConfigError({ problems })
@@ -125,12 +143,12 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
         yield* store.rescanServers
         const after = yield* store.get
         return { created: !existed, applied: after.servers.has(id) }
-      })
+      }))
 
     const removeServer = (id: string): Effect.Effect<boolean, ConfigWriteError> =>
-      Effect.gen(function* () {
+      writing.withPermits(1)(Effect.gen(function* () {
         const snapshot = yield* store.get
-        if (!manageable(snapshot, id)) return false
+        if (!manageable(snapshot, id) || occupantOf(snapshot, id) !== undefined) return false
         const file = fileOf(snapshot, id)
         const removed = yield* fs.remove(file).pipe(
           Effect.as(true),
@@ -141,7 +159,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
         yield* Effect.logInfo(`${displayPath(file)} removed through the admin API`)
         yield* store.rescanServers
         return true
-      })
+      }))
 
     const checkGlobal = (text: string): Effect.Effect<GlobalTextCheck> =>
       Effect.gen(function* () {
@@ -160,7 +178,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       /** The text of server `id`'s file and where it is; none when there is no such file. */
       serverText: (id: string): Effect.Effect<Option.Option<{ readonly file: string; readonly text: string }>, ConfigWriteError> =>
         Effect.flatMap(store.get, (snapshot) => {
-          if (!manageable(snapshot, id)) return Effect.succeedNone
+          if (!manageable(snapshot, id) || occupantOf(snapshot, id) !== undefined) return Effect.succeedNone
           const file = fileOf(snapshot, id)
           return Effect.map(readIfPresent(file), Option.map((text) => ({ file: displayPath(file), text })))
         }),
@@ -178,7 +196,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
       checkGlobal,
       /** Writes `proxy.toml` after checking it, then reloads it; fails with every problem, writing nothing. */
       writeGlobal: (text: string): Effect.Effect<GlobalTextCheck, ConfigError | ConfigWriteError> =>
-        Effect.gen(function* () {
+        writing.withPermits(1)(Effect.gen(function* () {
           const checked = yield* checkGlobal(text)
           if (checked.problems.length > 0) return yield* new ConfigError({ problems: checked.problems })
           const file = (yield* store.get).configFile
@@ -186,7 +204,7 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
           yield* Effect.logInfo(`${displayPath(file)} written through the admin API`)
           yield* store.reloadGlobal
           return checked
-        }),
+        })),
       /** Re-reads `proxy.toml` and every server file; a broken `proxy.toml` changes nothing and its problems are returned. */
       reload: Effect.gen(function* () {
         const snapshot = yield* store.get

@@ -332,6 +332,44 @@ describe("configuration writes", () => {
     expect(created.status).toBe(400)
   })
 
+  it("a new id whose file holds another server (its name key) is refused: that server is neither read, overwritten nor removed", async () => {
+    const hub = `name = "hub"\n${serverFile(1, "hub.example.com")}`
+    const web = await startWebPortal({ servers: { "alpha.toml": hub } })
+    const file = path.join(web.dir.serversDir, "alpha.toml")
+    expect((await web.request("/api/v1/servers/hub")).status).toBe(200)
+    expect((await web.request("/api/v1/servers/alpha")).status).toBe(404)
+    expect((await web.request("/api/v1/servers/alpha/config")).status).toBe(404)
+    const checked = await web.request("/api/v1/servers/validate?id=alpha", { method: "POST", headers: TOML, body: serverFile(2, "alpha.example.com") })
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const verdict: any = await checked.json()
+    expect(verdict.valid).toBe(false)
+    expect(verdict.problems[0].message).toContain('holds server "hub"')
+    const written = await web.request("/api/v1/servers/alpha", { method: "PUT", headers: TOML, body: serverFile(2, "alpha.example.com") })
+    expect(written.status).toBe(400)
+    expect((await web.request("/api/v1/servers/alpha", { method: "DELETE" })).status).toBe(404)
+    expect(readFileSync(file, "utf8")).toBe(hub)
+    expect((await web.request("/api/v1/servers/hub")).status).toBe(200)
+  })
+
+  it("parallel writes are checked one after another: of five new servers claiming one domain, one is written", async () => {
+    const web = await startWebPortal({ web: `[web.rate_limit]\nrequests_per_minute = 1000` })
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4].map((index) =>
+        web.request(`/api/v1/servers/race${index}`, { method: "PUT", headers: TOML, body: serverFile(10 + index, "same.example.com") })
+      )
+    )
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400, 400, 400, 400])
+    const files = [0, 1, 2, 3, 4].filter((index) => {
+      try {
+        readFileSync(path.join(web.dir.serversDir, `race${index}.toml`))
+        return true
+      } catch {
+        return false
+      }
+    })
+    expect(files).toHaveLength(1)
+  })
+
   it("a server PUT through the API is reachable by a real client within two seconds; DELETE takes it away", async () => {
     const backend = await startBackend("lobby", { hold: true })
     const web = await startWebPortal()
