@@ -95,8 +95,8 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
           timer = undefined
           const request = encoder.take()
           // Bounded by the exporter: beyond its exports in flight a request is dropped, and the failure reported
-          // (at most once a minute). A failed request is not retried here.
-          if (request !== undefined) exporter.export(request, () => {})
+          // (at most once a minute). A failed request is not retried here. A sent one's buffer is written again.
+          if (request !== undefined) exporter.export(request, (result) => result.code === 0 && encoder.release(request))
         }
         const enqueue = (record: ConnectionTrace) => {
           encoder.append(record)

@@ -120,6 +120,14 @@ export class TraceEncoder {
   pending = 0
   private resourceSpans = 0
   private scopeSpans = 0
+  /**
+   * Buffers of requests that were sent, to write the next requests in. A request's buffer is some 800 KiB outside
+   * V8's heap, and a fresh one per request counted towards V8's next full collection: measured under the connection
+   * rate, full collections per thousand logins went from about 0.4 without telemetry to 0.66 over OTLP/HTTP.
+   */
+  private readonly spare: Array<Buffer> = []
+  /** The buffers of the requests handed out and not yet released, by the request. */
+  private readonly lent = new WeakMap<Uint8Array, Buffer>()
 
   /**
    * Adds a record's spans to the request being written (one is begun if none is): records are encoded as they
@@ -128,8 +136,9 @@ export class TraceEncoder {
   append(record: ConnectionTrace): void {
     if (this.pending === 0) {
       const writer = this.writer
-      // A fresh buffer per request: the transport holds the last one until it is sent. A login's spans take ~1.3 KiB.
-      writer.reset(this.expected * 1536 + 1024)
+      // A buffer of its own per request: the transport holds the last one until it is sent. A login's spans take
+      // ~1.1 KiB.
+      writer.reset(this.expected * 1536 + 1024, this.spare.pop())
       this.resourceSpans = writer.open(1)
       writer.raw(this.resource)
       this.scopeSpans = writer.open(2)
@@ -145,7 +154,21 @@ export class TraceEncoder {
     this.writer.close(this.scopeSpans)
     this.writer.close(this.resourceSpans)
     this.pending = 0
-    return this.writer.finish()
+    const request = this.writer.finish()
+    this.lent.set(request, this.writer.buffer)
+    return request
+  }
+
+  /**
+   * Gives back the buffer of a request `take` returned, once nothing reads it any more (its export succeeded: a
+   * failed one may still be in a transport's queue or retries), for the next requests to be written in. Two are
+   * kept; a request released twice, or not from here, is ignored.
+   */
+  release(request: Uint8Array): void {
+    const buffer = this.lent.get(request)
+    if (buffer === undefined) return
+    this.lent.delete(request)
+    if (this.spare.length < 2) this.spare.push(buffer)
   }
 
   // -- attributes (Span.attributes, field 9: KeyValue { key 1, value 2: AnyValue { string 1 | int 3 } })

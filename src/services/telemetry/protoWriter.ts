@@ -37,9 +37,12 @@ export class ProtoWriter {
     this.buffer = next
   }
 
-  /** Starts over in a fresh buffer of `size` bytes (what `finish` returned before stays as it was). */
-  reset(size = this.buffer.length): void {
-    this.buffer = Buffer.allocUnsafe(size)
+  /**
+   * Starts over in a fresh buffer of `size` bytes, or in `reuse` when given (what `finish` returned before stays as
+   * it was, unless it was a view of `reuse`).
+   */
+  reset(size = this.buffer.length, reuse?: Buffer): void {
+    this.buffer = reuse ?? Buffer.allocUnsafe(size)
     this.position = 0
   }
 

@@ -126,6 +126,34 @@ describe("the OTLP trace encoder", () => {
     // Two records, two traces.
     expect(new Set(first.spans.map((span) => span.traceId)).size).toBe(2)
   })
+
+  it("writes the next request in a released request's buffer, and never in one still lent", () => {
+    const writer = encoder()
+    writer.append(login({ player: "Steve" }))
+    const first = writer.take()!
+    const firstCopy = Buffer.from(first)
+    // Not released: the next request has a buffer of its own, and the first is left as it was.
+    writer.append(login({ player: "Alex" }))
+    const second = writer.take()!
+    expect(second.buffer).not.toBe(first.buffer)
+    expect(Buffer.from(first).equals(firstCopy)).toBe(true)
+    // Released (its export succeeded): the next request is written over it.
+    writer.release(first)
+    writer.release(first)
+    writer.append(login({ player: "Notch" }))
+    const third = writer.take()!
+    expect(third.buffer).toBe(first.buffer)
+    expect(third.buffer).not.toBe(second.buffer)
+    const players = (request: Uint8Array) =>
+      decodeTraceRequest(request).spans.filter((span) => span.parentSpanId === "").map((span) => span.attributes["minecraft.player.name"])
+    expect(players(second)).toEqual(["Alex"])
+    expect(players(third)).toEqual(["Notch"])
+    // Released twice above, kept once: the request after the third has a fresh buffer again.
+    writer.append(login({ player: "Jeb" }))
+    expect(writer.take()!.buffer).not.toBe(third.buffer)
+    // Something take never returned is ignored.
+    writer.release(new Uint8Array(8))
+  })
 })
 
 describe("ProtoWriter", () => {
