@@ -21,8 +21,24 @@ export const classifyFavicon = (value: string): FaviconSource => {
   return { _tag: "File", path: text }
 }
 
-/** Checks that bytes are a 64x64 PNG (what the client shows); returns the reason when not. */
+/**
+ * The largest favicon accepted, in bytes. The whole status answer is a string of at most 32767 characters to the
+ * client (a longer one and the server list cannot read the entry at all), and a favicon travels in base64 (4 bytes
+ * for 3): 20 KiB of PNG take 27,330 of them and leave the rest to the MOTD, the version and the player sample. A
+ * 64x64 server icon is usually 2 to 10 KiB, 16.5 KiB stored without compression.
+ */
+export const FAVICON_MAX_BYTES = 20 * 1024
+
+/** Why a favicon of `bytes` is refused, if it is. */
+export const faviconSizeProblem = (bytes: number | bigint): string | undefined =>
+  bytes > FAVICON_MAX_BYTES
+    ? `is ${bytes} bytes, over the ${FAVICON_MAX_BYTES} a server-list answer has room for (a 64x64 icon is usually 2 to 10 KiB)`
+    : undefined
+
+/** Checks that bytes are a 64x64 PNG (what the client shows) of at most FAVICON_MAX_BYTES; returns the reason when not. */
 export const checkFaviconPng = (png: Buffer): string | undefined => {
+  const size = faviconSizeProblem(png.length)
+  if (size !== undefined) return size
   if (png.length < 24 || !png.subarray(0, 8).equals(PNG_MAGIC) || png.toString("latin1", 12, 16) !== "IHDR") {
     return "is not a PNG image"
   }

@@ -2,7 +2,8 @@
 import { FetchHttpClient } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
 import { Duration, Effect, Either, Layer, Logger, ManagedRuntime } from "effect"
-import { statSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { mkdirSync, statSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
@@ -198,6 +199,52 @@ describe("favicons", () => {
       expect.stringMatching(/a\.toml: motd\.crashed\.favicon: cannot fetch favicon http:\/\/127\.0\.0\.1:\d+\/none\.png: HTTP 404/),
       expect.stringMatching(/a\.toml: motd\.stopping\.favicon: favicon is not a PNG image/)
     ])
+  })
+
+  it("refuses a favicon that is no regular file or too large for a server-list answer, without reading it", async () => {
+    // A 64x64 PNG padded with a text chunk to 40 KB: valid, but its answer would pass the client's 32767 characters.
+    const padded = Buffer.concat([makePng(), Buffer.alloc(40_000, 0x20)])
+    server = createServer((request, res) => {
+      if (request.url === "/endless.png") {
+        // An answer that never ends: reading stops past the bound instead of holding it all.
+        res.writeHead(200)
+        const more = () => (res.write(Buffer.alloc(64 * 1024)) ? setImmediate(more) : res.once("drain", more))
+        more()
+        return
+      }
+      res.writeHead(200).end(padded)
+    })
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+    const port = (server.address() as AddressInfo).port
+    const dir = makeConfigDir("", {
+      "a.toml": [
+        `addresses = ["a"]`,
+        `[motd.online]\ntext = "a"\nfavicon = "fifo.png"`,
+        `[motd.offline]\ntext = "b"\nfavicon = "padded.png"`,
+        `[motd.crashed]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/padded.png"`,
+        `[motd.stopping]\ntext = "d"\nfavicon = "http://127.0.0.1:${port}/endless.png"`,
+        `[motd.sleeping]\ntext = "e"\nfavicon = "data:image/png;base64,${padded.toString("base64")}"`,
+        `[motd.starting]\ntext = "f"\nfavicon = "icons"`
+      ].join("\n")
+    })
+    execFileSync("mkfifo", [path.join(dir.serversDir, "fifo.png")])
+    mkdirSync(path.join(dir.serversDir, "icons"))
+    writeFileSync(path.join(dir.serversDir, "padded.png"), padded)
+    const result = await load(dir.configFile)
+    const lines = Either.isLeft(result) ? result.left.problems.map(formatProblem) : []
+    const tooLarge = `is ${padded.length} bytes, over the 20480 a server-list answer has room for`
+    const overBound = "the answer is over 20480 bytes, more than a server-list answer has room for"
+    expect(lines).toHaveLength(6)
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/a\.toml: motd\.online\.favicon: favicon .*fifo\.png is not a regular file$/),
+        expect.stringMatching(new RegExp(`a\\.toml: motd\\.offline\\.favicon: favicon .*padded\\.png ${tooLarge}`)),
+        expect.stringMatching(new RegExp(`a\\.toml: motd\\.crashed\\.favicon: cannot fetch favicon .*padded\\.png: ${overBound}`)),
+        expect.stringMatching(new RegExp(`a\\.toml: motd\\.stopping\\.favicon: cannot fetch favicon .*endless\\.png: ${overBound}`)),
+        expect.stringContaining(`a.toml: motd.sleeping.favicon: favicon ${tooLarge}`),
+        expect.stringMatching(/a\.toml: motd\.starting\.favicon: favicon .*icons is not a regular file$/)
+      ])
+    )
   })
 })
 

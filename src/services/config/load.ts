@@ -8,6 +8,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import * as NodePath from "node:path"
 import {
@@ -17,7 +18,7 @@ import {
   type ServerDefinition,
   type ServerIdentity
 } from "../../schema/decode.js"
-import { checkFaviconPng, classifyFavicon, faviconDataUri } from "../../schema/favicon.js"
+import { checkFaviconPng, classifyFavicon, FAVICON_MAX_BYTES, faviconDataUri, faviconSizeProblem } from "../../schema/favicon.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import type { MotdEntry, MotdTable } from "../../schema/common.js"
 import type { ConfigProblem } from "../../schema/problems.js"
@@ -49,6 +50,25 @@ const readText = (file: string) =>
     )
   )
 
+/** A response body of at most `max` bytes: reading stops at the first byte past it, and that is a failure. */
+const readAtMost = <E extends { readonly message: string }>(body: Stream.Stream<Uint8Array, E>, max: number) =>
+  body.pipe(
+    Stream.mapError((error) => new FaviconFetchError({ reason: error.message })),
+    Stream.runFoldWhile(
+      { chunks: [] as Array<Uint8Array>, size: 0 },
+      (read) => read.size <= max,
+      (read, chunk) => {
+        read.chunks.push(chunk)
+        return { chunks: read.chunks, size: read.size + chunk.length }
+      }
+    ),
+    Effect.flatMap((read) =>
+      read.size > max
+        ? Effect.fail(new FaviconFetchError({ reason: `the answer is over ${max} bytes, more than a server-list answer has room for` }))
+        : Effect.succeed(Buffer.concat(read.chunks))
+    )
+  )
+
 /** Loads one favicon value and turns it into the data URI a status response carries. */
 const loadFavicon = (value: string, baseDir: string, file: string, keyPath: string) =>
   Effect.gen(function* () {
@@ -62,6 +82,13 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
       case "File": {
         const fs = yield* FileSystem.FileSystem
         const target = resolveFrom(baseDir, source.path)
+        // Only a regular file of a favicon's size is read: opening a FIFO waits for a writer (holding one of the
+        // few threads all file I/O shares), and a device such as /dev/zero never ends.
+        const info = yield* Effect.either(fs.stat(target))
+        if (Either.isLeft(info)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${info.left.message}`)
+        if (info.right.type !== "File") return yield* problem(`favicon ${displayPath(target)} is not a regular file`)
+        const tooLarge = faviconSizeProblem(info.right.size)
+        if (tooLarge !== undefined) return yield* problem(`favicon ${displayPath(target)} ${tooLarge}`)
         const bytes = yield* Effect.either(fs.readFile(target))
         if (Either.isLeft(bytes)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${bytes.left.message}`)
         png = Buffer.from(bytes.right)
@@ -73,7 +100,7 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
           Effect.mapError((error) => new FaviconFetchError({ reason: error.message })),
           Effect.flatMap((response) =>
             response.status >= 200 && response.status < 300
-              ? Effect.mapError(response.arrayBuffer, (error) => new FaviconFetchError({ reason: error.message }))
+              ? readAtMost(response.stream, FAVICON_MAX_BYTES)
               : Effect.fail(new FaviconFetchError({ reason: `HTTP ${response.status}` }))
           ),
           Effect.timeoutFail({
