@@ -13,7 +13,7 @@ import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
-import { exchange } from "../peers/raw.js"
+import { exchange, legacyKickText, ping16 } from "../peers/raw.js"
 
 const from = (ip: string) =>
   Buffer.from(`PROXY ${ip.includes(":") ? "TCP6" : "TCP4"} ${ip} ${ip.includes(":") ? "::1" : "127.0.0.1"} 40000 25565\r\n`)
@@ -71,6 +71,15 @@ describe("[ip_filter]", () => {
     expect(await result("10.1.2.3")).toBe("kick: main")
     expect(await result("10.6.6.6")).toMatch(/not allowed/)
     expect(await result("192.0.2.1")).toMatch(/not allowed/)
+  })
+
+  it("a server's filter closes a 1.6 legacy ping routed to it, before its backend is asked", async () => {
+    const { portal, backend } = await setup("[status_cache]\nttl = \"1ms\"", `[ip_filter]\nblacklist = ["203.0.113.0/24"]`)
+    const legacyPing = async (ip: string) => legacyKickText((await exchange(portal.port, [from(ip), ping16("mc.example.com", 25565)])).received)
+    expect(await legacyPing("203.0.113.7")).toBeUndefined()
+    expect(backend.handshakes).toHaveLength(0)
+    expect((await legacyPing("198.51.100.7"))?.split("\0")[3]).toBe("motd of main")
+    expect(backend.handshakes).toHaveLength(1)
   })
 
   it("filters follow hot reloads of server files and proxy.toml", async () => {

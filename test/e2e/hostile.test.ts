@@ -9,21 +9,9 @@ import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
-import { exchange, legacyKickText, recordingBackend } from "../peers/raw.js"
+import { exchange, legacyKickText, ping16, recordingBackend, utf16be } from "../peers/raw.js"
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex")
-const utf16be = (text: string) => Buffer.from(text, "utf16le").swap16()
-
-/** What a 1.6 client sends to ping `host:port` (built by hand; no library sends it correctly). */
-const ping16 = (host: string, port: number) => {
-  const data = Buffer.concat([Buffer.from([78]), Buffer.from([host.length >> 8, host.length & 0xff]), utf16be(host), Buffer.alloc(4)])
-  data.writeInt32BE(port, data.length - 4)
-  const channel = "MC|PingHost"
-  const head = Buffer.from([0xfe, 0x01, 0xfa, 0x00, channel.length])
-  const length = Buffer.alloc(2)
-  length.writeUInt16BE(data.length)
-  return Buffer.concat([head, utf16be(channel), length, data])
-}
 
 const mc = createRequire(import.meta.url)("minecraft-protocol")
 /** A real handshake + Login Start, serialised by minecraft-protocol. */

@@ -17,6 +17,7 @@ import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 import { type OtlpReceiver, type ReceivedSpan, startGrpcReceiver, startHttpReceiver } from "../peers/otlpReceiver.js"
+import { exchange, legacyKickText, ping16 } from "../peers/raw.js"
 
 const receivers: Array<OtlpReceiver> = []
 afterEach(async () => {
@@ -243,6 +244,25 @@ describe("telemetry: traces and metrics over OTLP", () => {
     expect(pings.length).toBeLessThanOrEqual(139)
     expect(rootsOf(store.spans).filter((root) => root.attributes["minecraft.handshake.next_state"] === "login")).toHaveLength(6)
   }, 60_000)
+
+  it("a 1.6 legacy ping's trace names its host, port and protocol, and the server it was answered for", async () => {
+    const target = await receiver("http")
+    const backend = await startBackend("lobby")
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0")}`, {
+      "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    expect(legacyKickText((await exchange(portal.port, [ping16("mc.example.com", 25570)])).received)?.split("\0")[3]).toBe("motd of lobby")
+    await waitFor(() => rootsOf(target.store.spans).length >= 1, { timeoutMs: 10_000, what: "the ping's trace" })
+    expect(rootsOf(target.store.spans)[0]!.attributes).toMatchObject({
+      "minecraft.handshake.next_state": "legacy_status",
+      "minecraft.protocol_version": 78,
+      "server.address": "mc.example.com",
+      "server.port": 25570,
+      "portal.server": "lobby",
+      "portal.outcome": "status"
+    })
+  })
 
   it("exports what is pending as Portal stops: the last traces and metric points", async () => {
     const target = await receiver("grpc")

@@ -66,6 +66,20 @@ export const recordingBackend = async (closeAfterMs = 300) => {
 }
 
 /** Decodes an FF kick packet's text. */
+/** UTF-16BE, the text of pre-1.7 packets. */
+export const utf16be = (text: string): Buffer => Buffer.from(text, "utf16le").swap16()
+
+/** What a 1.6 client sends to ping `host:port` (built by hand; no library sends it correctly). */
+export const ping16 = (host: string, port: number): Buffer => {
+  const data = Buffer.concat([Buffer.from([78]), Buffer.from([host.length >> 8, host.length & 0xff]), utf16be(host), Buffer.alloc(4)])
+  data.writeInt32BE(port, data.length - 4)
+  const channel = "MC|PingHost"
+  const head = Buffer.from([0xfe, 0x01, 0xfa, 0x00, channel.length])
+  const length = Buffer.alloc(2)
+  length.writeUInt16BE(data.length)
+  return Buffer.concat([head, utf16be(channel), length, data])
+}
+
 export const legacyKickText = (bytes: Buffer): string | undefined => {
   if (bytes.length < 3 || bytes[0] !== 0xff) return undefined
   const units = bytes.readUInt16BE(1)

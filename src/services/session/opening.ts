@@ -315,6 +315,7 @@ export const makeOpening = (services: OpeningServices): OpeningPhase => {
     } else if (opening._tag === "LegacyPing" && opening.ping._tag === "V1_6") {
       trace.domain = splitAddress(opening.ping.host).host
       trace.domainPort = opening.ping.port
+      trace.protocolVersion = opening.ping.protocolVersion
     }
   }
 

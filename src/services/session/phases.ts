@@ -34,6 +34,16 @@ export interface Opened {
 
 export type ModernOpened = Opened & { readonly opening: Extract<SettledOpening, { readonly _tag: "Modern" }> }
 
+export type LegacyOpened = Opened & { readonly opening: Extract<SettledOpening, { readonly _tag: "LegacyPing" }> }
+
+/** The routing phase's result for a legacy ping: the server a 1.6 ping's host names, or none (older pings name none). */
+export interface LegacyRoute {
+  readonly opened: LegacyOpened
+  /** The host the ping names ("" before 1.6). */
+  readonly host: string
+  readonly server: ServerDefinition | undefined
+}
+
 /** The routing phase's result for a status ping: the server it names, or none (an unknown domain shown a MOTD). */
 export interface StatusRoute {
   readonly _tag: "Status"

@@ -90,7 +90,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const { clock, rateLimiter, ipFilter, bans, router, balancer, stats, tracing } = services
   const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats, tracing })
   const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
-  const status = makeStatusPhase({ status: services.status, router, balancer, manager: services.manager.dataPlane, stats })
+  const status = makeStatusPhase({ status: services.status, balancer, manager: services.manager.dataPlane, stats })
   const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats })
   const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer })
   const join = makeJoin({
@@ -128,9 +128,10 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const afterOpening = (opened: Opened, fields: ConnectionLogFields) => {
     const next =
       opened.opening._tag === "LegacyPing"
-        ? routing.allowLegacyPing(opened)
-          ? Effect.as(status.answerLegacy({ ...opened, opening: opened.opening }), "closed" as const)
-          : Effect.as(closeWith(opened.connection.socket, undefined), "closed" as const)
+        ? Effect.as(
+            Effect.flatMap(routing.routeLegacy({ ...opened, opening: opened.opening }), (route) => (route === undefined ? Effect.void : status.answerLegacy(route))),
+            "closed" as const
+          )
         : Effect.flatMap(routing.route({ ...opened, opening: opened.opening }, fields), afterRouting)
     return Effect.ensuring(next, Effect.sync(opened.slot))
   }

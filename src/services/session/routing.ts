@@ -13,7 +13,7 @@ import type { StatsDataPlane } from "../Stats.js"
 import { traceRefusal } from "../telemetry/connectionTrace.js"
 import { closeWith, disconnect, refuse } from "./closing.js"
 import { MESSAGES } from "./messages.js"
-import type { ModernOpened, Opened, Routed } from "./phases.js"
+import type { LegacyOpened, LegacyRoute, ModernOpened, Routed } from "./phases.js"
 
 export interface RoutingServices {
   readonly rateLimiter: RateLimiterDataPlane
@@ -26,18 +26,39 @@ export interface RoutingServices {
 export interface Routing {
   /** A modern handshake: its route, or undefined when it was refused or dropped (and closed). */
   readonly route: (opened: ModernOpened, fields: ConnectionLogFields) => Effect.Effect<Routed | undefined>
-  /** A legacy ping counts against the status rate limit like any ping; false when it was closed for it. */
-  readonly allowLegacyPing: (opened: Opened) => boolean
+  /**
+   * A legacy ping, as a modern one: the status rate limit, then (a 1.6 ping names a host) the server and that
+   * server's `[ip_filter]`, or the unknown domain behaviour; undefined when it was refused or dropped (and closed).
+   */
+  readonly routeLegacy: (opened: LegacyOpened) => Effect.Effect<LegacyRoute | undefined>
 }
 
 export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: RoutingServices): Routing => ({
-  allowLegacyPing: (opened) => {
-    const allowed = rateLimiter.allow("status", opened.peer.clientIp, clock.unsafeCurrentTimeMillis(), opened.snapshot.global)
-    if (!allowed) {
-      stats.rejected("rate_limited")
-      traceRefusal(opened.connection.trace, "rate_limited")
+  routeLegacy: (opened) => {
+    const { connection, peer, snapshot, opening } = opened
+    const trace = connection.trace
+    const closed = (reason: "rate_limited" | "unknown_domain" | "ip_filter", line: string) => {
+      stats.rejected(reason)
+      traceRefusal(trace, reason)
+      return Effect.as(Effect.zipRight(Effect.logDebug(line), closeWith(connection.socket, undefined)), undefined)
     }
-    return allowed
+    if (!rateLimiter.allow("status", peer.clientIp, clock.unsafeCurrentTimeMillis(), snapshot.global)) {
+      return closed("rate_limited", "legacy ping over [rate_limit]: closed")
+    }
+    const ping = opening.ping
+    const host = ping._tag === "V1_6" ? splitAddress(ping.host).host : ""
+    const server = host.length > 0 ? router.resolve(snapshot, host) : undefined
+    if (trace !== undefined) {
+      trace.server = server?.id
+      trace.proxyMode = server?.config.proxy_mode
+    }
+    if (server === undefined) {
+      return snapshot.global.unknown_domain_behavior === "drop"
+        ? closed("unknown_domain", `legacy ping for unknown domain "${host}": dropped`)
+        : Effect.succeed({ opened, host, server: undefined })
+    }
+    if (!ipFilter.allowedFor(server, peer.clientIp)) return closed("ip_filter", `refused by the [ip_filter] of ${server.id}`)
+    return Effect.succeed({ opened, host, server })
   },
 
   route: (opened, fields) => {

@@ -6,12 +6,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { ServerState } from "../../schema/common.js"
 import type { ServerDefinition } from "../../schema/decode.js"
-import { type Handshake, NEXT_STATE_STATUS, splitAddress } from "../../protocol/handshake.js"
+import { type Handshake, NEXT_STATE_STATUS } from "../../protocol/handshake.js"
 import { encodeLegacyPingResponse } from "../../protocol/legacy.js"
 import { encodePongFromBody, encodeStatusResponse } from "../../protocol/status.js"
 import type { BalancerDataPlane } from "../Balancer.js"
 import { framedPacket, type ReadError, type WriteFailed, writeAll } from "../net/SocketReader.js"
-import type { RouterDataPlane } from "../Router.js"
 import type { ServerManagerDataPlane } from "../ServerManager.js"
 import type { StatsDataPlane } from "../Stats.js"
 import type { StatusAnswer, StatusService } from "../StatusService.js"
@@ -20,14 +19,13 @@ import { toLegacyStatus } from "../status/motd.js"
 import { closeWith } from "./closing.js"
 import { backendPreamble } from "./connection.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
-import type { Opened, StatusRoute } from "./phases.js"
+import type { LegacyRoute, StatusRoute } from "./phases.js"
 
 /** Protocol asked of a backend on behalf of a pre-1.7 client (any modern one gives the same answer). */
 export const LEGACY_STATUS_PROTOCOL = 47
 
 export interface StatusServices {
   readonly status: Pick<StatusService, "answer">
-  readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
   readonly manager: ServerManagerDataPlane
   readonly stats: StatsDataPlane
@@ -35,7 +33,7 @@ export interface StatusServices {
 
 export interface StatusPhase {
   readonly answer: (route: StatusRoute) => Effect.Effect<void, ReadError | WriteFailed>
-  readonly answerLegacy: (opened: Opened & { readonly opening: { readonly _tag: "LegacyPing" } }) => Effect.Effect<void>
+  readonly answerLegacy: (route: LegacyRoute) => Effect.Effect<void>
 }
 
 const statusRequest = framedPacket(0x00, 16, () => undefined)
@@ -50,7 +48,7 @@ const traceAnswer = (trace: ConnectionTrace | undefined, answer: StatusAnswer): 
   trace.outcome = "status"
 }
 
-export const makeStatusPhase = ({ status, router, balancer, manager, stats }: StatusServices): StatusPhase => {
+export const makeStatusPhase = ({ status, balancer, manager, stats }: StatusServices): StatusPhase => {
   /**
    * The state a ping shows: the server manager's, and for a server that should be online but whose every address
    * fails its health check, `unreachable`.
@@ -91,18 +89,11 @@ export const makeStatusPhase = ({ status, router, balancer, manager, stats }: St
       )
     },
 
-    answerLegacy: ({ connection, peer, snapshot, opening }) =>
+    answerLegacy: ({ opened: { connection, peer, opening }, host, server }) =>
       Effect.suspend(() => {
         const ping = opening.ping
-        const host = ping._tag === "V1_6" ? splitAddress(ping.host).host : ""
-        const server = host.length > 0 ? router.resolve(snapshot, host) : undefined
         const trace = connection.trace
-        if (trace !== undefined) {
-          trace.statusStart = performance.now()
-          trace.server = server?.id
-          trace.proxyMode = server?.config.proxy_mode
-        }
-        if (server === undefined && snapshot.global.unknown_domain_behavior === "drop") return closeWith(connection.socket, undefined)
+        if (trace !== undefined) trace.statusStart = performance.now()
         const handshake: Handshake = {
           protocolVersion: LEGACY_STATUS_PROTOCOL,
           address: ping._tag === "V1_6" ? ping.host : "",
