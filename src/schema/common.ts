@@ -83,7 +83,13 @@ export const urlWithSchemes = (schemes: ReadonlyArray<string>, requirePort: bool
       }
       if (scheme === "unix") return url.pathname.length > 1 || `${JSON.stringify(text)} names no socket path`
       if (url.hostname.length === 0) return `${JSON.stringify(text)} has no host`
-      if (requirePort && url.port.length === 0) return `${JSON.stringify(text)} has no port (expected <scheme>://<host>:<port>)`
+      // URL leaves out a port that is its scheme's default (https://host:443 has port ""): the text decides.
+      const authority = text.slice(text.indexOf("//") + 2).split(/[/?#]/, 1)[0] ?? ""
+      if (requirePort && !/:\d+$/.test(authority)) return `${JSON.stringify(text)} has no port (expected <scheme>://<host>:<port>)`
+      // Paths are appended to it (/v1/traces, the panel's API routes): a query or fragment would swallow them.
+      if (url.search.length > 0 || url.hash.length > 0 || /[?#]/.test(text)) return `${JSON.stringify(text)} has a query or fragment; give the URL without them`
+      // Credentials in a URL end up in every log line that names it; each API takes its key in an option of its own.
+      if (url.username.length > 0 || url.password.length > 0) return `${JSON.stringify(text)} holds credentials; give the URL without them`
       return true
     })
   ).annotations({ identifier: "Url" })

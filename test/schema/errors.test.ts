@@ -169,11 +169,21 @@ describe("values", () => {
       /telemetry\.endpoint: "http:\/\/collector" has no port/
     )
     expect(globalProblems(`[telemetry]\nendpoint = "http://collector:4318"`)).toEqual([])
+    // A port that is its scheme's default is still a port.
+    for (const endpoint of ["https://otel.example.com:443", "http://127.0.0.2:80", "https://[2001:db8::1]:443/otlp"]) {
+      expect(globalProblems(`[telemetry]\nendpoint = "${endpoint}"`)).toEqual([])
+    }
+    expect(globalProblems(`[telemetry]\nendpoint = "https://[2001:db8::1]"`)[0]).toMatch(/has no port/)
+    // The signal's path is appended: a query or fragment would swallow it. Credentials would be logged.
+    expect(globalProblems(`[telemetry]\nendpoint = "http://collector:4318?x=1"`)[0]).toMatch(/has a query or fragment/)
+    expect(globalProblems(`[telemetry]\nendpoint = "http://collector:4318/#frag"`)[0]).toMatch(/has a query or fragment/)
+    expect(globalProblems(`[telemetry]\nendpoint = "http://user:secret@collector:4318"`)[0]).toMatch(/holds credentials/)
     const manager = (url: string) =>
       serverProblems(server(`[server_manager]\ntype = "panel"\napi_url = "${url}"\napi_key = "k"\nserver_id = "s"`))
     expect(manager("panel.example.com")[0]).toMatch(/server_manager\.api_url: "panel\.example\.com" is not a URL/)
     expect(manager("ftp://panel.example.com")[0]).toMatch(/has scheme "ftp"/)
     expect(manager("https://panel.example.com")).toEqual([])
+    expect(manager("http://user:pw@panel.example.com")[0]).toMatch(/server_manager\.api_url: .* holds credentials/)
   })
 
   it("durations", () => {
