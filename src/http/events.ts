@@ -6,6 +6,7 @@
  * Authorization header, never in the URL.
  */
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -56,7 +57,9 @@ export const makeEventHub = (views: Views) =>
     const closing = yield* Deferred.make<void>()
     yield* Effect.addFinalizer(() => Effect.zipRight(Deferred.succeed(closing, undefined), PubSub.shutdown(hub)))
     const recent: Array<AdminEvent> = []
-    let nextId = 1
+    // Ids go on from one run to the next, so that a client resuming across a restart with the last id it saw is not
+    // taken to have seen this run's events: they count from the start time in microseconds (below 2^53 until 2255).
+    let nextId = (yield* Clock.currentTimeMillis) * 1000
     const emit = (type: EventType, data: unknown) =>
       Effect.suspend(() => {
         const event: AdminEvent = { id: nextId++, type, data }
@@ -115,8 +118,10 @@ export const makeEventHub = (views: Views) =>
     const stream = (lastId: number | undefined): Stream.Stream<string> =>
       Stream.unwrapScoped(
         Effect.map(PubSub.subscribe(hub), (queue) => {
-          const replay = lastId === undefined ? [] : recent.filter((event) => event.id > lastId)
-          const replayedUpTo = replay.length > 0 ? replay[replay.length - 1]!.id : (lastId ?? 0)
+          // An id this run has not reached (the clock went back, or a made-up one) is from no known past: all.
+          const after = lastId === undefined ? undefined : lastId >= nextId ? 0 : lastId
+          const replay = after === undefined ? [] : recent.filter((event) => event.id > after)
+          const replayedUpTo = replay.length > 0 ? replay[replay.length - 1]!.id : (after ?? 0)
           const live = Stream.fromQueue(queue).pipe(Stream.filter((event) => event.id > replayedUpTo))
           const events = Stream.concat(Stream.fromChunk(Chunk.fromIterable(replay)), live).pipe(Stream.map(formatEvent))
           const keepalive = Stream.fromSchedule(Schedule.spaced(KEEPALIVE)).pipe(Stream.as(": keep-alive\n\n"))

@@ -460,6 +460,16 @@ describe("events", () => {
       "ban.removed",
       "config.reload"
     ])
+
+    // After a restart (another Portal here), the last id of the run before still resumes: its events are all newer.
+    const next = await startWebPortal({ servers: { "main.toml": serverFile(backend.port) } })
+    await next.request("/api/v1/servers/other", { method: "PUT", headers: TOML, body: serverFile(2, "other.example.com") })
+    const acrossRestart = await readEvents(next.base, API_KEY, { "last-event-id": String(ids[ids.length - 1]) })
+    await acrossRestart.next((event) => event.event === "config.reload", "config.reload of the next run")
+    expect(acrossRestart.events[0]!.id).toBeGreaterThan(ids[ids.length - 1]!)
+    // An id no run has reached yet replays what is remembered, instead of waiting for it.
+    const future = await readEvents(next.base, API_KEY, { "last-event-id": String(Number.MAX_SAFE_INTEGER) })
+    await future.next((event) => event.event === "config.reload", "config.reload for an id from the future")
   })
 
   it("an address failing its health checks, and passing again, is announced as backend.health", async () => {
