@@ -74,22 +74,39 @@ const invalidConfig = (problems: ReadonlyArray<ConfigProblem>) =>
 
 const TOML_TYPES = new Set(["application/toml", "text/plain", "application/x-toml", "text/x-toml"])
 
-/** The body of a request that carries a TOML file (`application/toml` or `text/plain`). */
+/** TOML files are UTF-8: a body that is not is refused rather than written with its bytes replaced. */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * The body of a request that carries a TOML file: `application/toml`, `text/plain` (or the `x-toml` types, or no
+ * type at all), in UTF-8.
+ */
 const readToml = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
-    const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+    const [mediaType = "", ...parameters] = (request.headers["content-type"] ?? "").split(";")
+    const type = mediaType.trim().toLowerCase()
     if (type !== "" && !TOML_TYPES.has(type)) {
       return yield* Effect.fail(
         new UnsupportedMediaType({ error: errorBody("unsupported_media_type", `send the file as application/toml or text/plain, not ${type}`) })
       )
     }
-    return yield* request.text.pipe(
+    const charset = parameters.map((parameter) => /^\s*charset\s*=\s*"?([^";\s]+)"?\s*$/i.exec(parameter)?.[1]?.toLowerCase()).find((value) => value !== undefined)
+    if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+      return yield* Effect.fail(
+        new UnsupportedMediaType({ error: errorBody("unsupported_media_type", `a TOML file is UTF-8; send it as charset=utf-8, not ${charset}`) })
+      )
+    }
+    const bytes = yield* request.arrayBuffer.pipe(
       Effect.mapError((error) =>
         isBodyTooLarge(error)
           ? new PayloadTooLarge({ error: errorBody("payload_too_large", "the request body is too large") })
           : new BadRequest({ error: errorBody("bad_request", `cannot read the request body: ${error.message}`) })
       )
     )
+    return yield* Effect.try({
+      try: () => utf8.decode(bytes),
+      catch: () => new BadRequest({ error: errorBody("bad_request", "the body is not UTF-8 text: a TOML file is UTF-8") })
+    })
   })
 
 const decodeDuration = Schema.decodeUnknownEither(DurationString)
@@ -241,6 +258,9 @@ export const makeHandlers = (views: Views, hub: EventHub) => {
             if (given.length !== 1) return yield* Effect.fail(badRequest("bad_request", "give exactly one of ip, username or uuid"))
             const type = given[0]!
             const target = yield* Either.mapLeft(normaliseTarget({ type, value: urlParams[type]! }), (reason) => badRequest("invalid_target", reason))
+            if (target.type === "ip" && target.value.includes("/")) {
+              return yield* Effect.fail(badRequest("invalid_target", `ip takes one address, not the range ${target.value}: GET /bans?type=ip lists the ranges banned`))
+            }
             const ban = yield* bans.check(target).pipe(Effect.mapError((error) => badRequest("invalid_target", error.reason)))
             return { banned: ban !== undefined, ban: ban === undefined ? null : banView(ban) }
           })

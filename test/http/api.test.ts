@@ -219,6 +219,11 @@ describe("errors", () => {
       ).toMatchObject({ status: 400, body: { error: { code: "invalid_duration" } } })
     }
     expect(await body(await web.request("/api/v1/bans/check?ip=1.2.3.5"))).toMatchObject({ status: 200, body: { banned: false } })
+    // A check is of one address, as a connection has: a range is refused rather than answered "not banned".
+    expect(await body(await web.request(`/api/v1/bans/check?ip=${encodeURIComponent("203.0.113.0/24")}`))).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid_target", message: expect.stringContaining("not the range 203.0.113.0/24") } }
+    })
     const invalid = await body(await web.request("/api/v1/servers/broken", { method: "PUT", headers: TOML, body: `domains = ["b.example.com"]\naddreses = []` }))
     expect(invalid.status).toBe(400)
     expect(invalid.body.error.code).toBe("invalid_config")
@@ -229,6 +234,20 @@ describe("errors", () => {
       status: 415,
       body: { error: { code: "unsupported_media_type" } }
     })
+    // A TOML file is UTF-8: another charset, or bytes that are not UTF-8, are refused and nothing is written.
+    const latin1 = Buffer.concat([Buffer.from(`domains = ["caf`), Buffer.from([0xe9]), Buffer.from(`.example.com"]\naddresses = ["127.0.0.1:9"]\n`)])
+    expect(await body(await web.request("/api/v1/servers/latin", { method: "PUT", headers: { "content-type": "text/plain; charset=iso-8859-1" }, body: latin1 }))).toMatchObject({
+      status: 415,
+      body: { error: { code: "unsupported_media_type", message: expect.stringContaining("iso-8859-1") } }
+    })
+    expect(await body(await web.request("/api/v1/servers/latin", { method: "PUT", headers: TOML, body: latin1 }))).toMatchObject({
+      status: 400,
+      body: { error: { code: "bad_request", message: expect.stringContaining("not UTF-8") } }
+    })
+    expect(() => readFileSync(path.join(web.dir.serversDir, "latin.toml"))).toThrow()
+    const accented = `domains = ["utf.example.com"]\naddresses = ["127.0.0.1:9"]\n[motd.online]\ntext = "Café ✓"\n`
+    expect((await web.request("/api/v1/servers/utf", { method: "PUT", headers: { "content-type": "application/toml; charset=UTF-8" }, body: accented })).status).toBe(200)
+    expect(readFileSync(path.join(web.dir.serversDir, "utf.toml"), "utf8")).toBe(accented)
     expect(await body(await web.request("/api/v1/servers/main", { method: "PUT", headers: TOML, body: "#".repeat(300 * 1024) }))).toMatchObject({
       status: 413,
       body: { error: { code: "payload_too_large" } }
