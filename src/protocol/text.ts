@@ -28,13 +28,26 @@ const ownText = (node: object): string => {
   return typeof translate === "string" ? translate : ""
 }
 
+/**
+ * A component's children, in order: its `extra`; an array component is its first element with the rest as extra
+ * (as the client reads it), so `["", {"text": "a", "color": "red"}, "b"]` is a text.
+ */
+const childrenOf = (component: object): ReadonlyArray<unknown> => {
+  if (Array.isArray(component)) return component.slice(1)
+  const extra = field(component, "extra")
+  return Array.isArray(extra) ? extra : []
+}
+
+/** The node whose own text and style an array component has: its first element. */
+const headOf = (component: object): unknown => (Array.isArray(component) ? component[0] : component)
+
 /** Plain text of a component or legacy string: `§` codes removed (for legacy pings and logs). */
 export const plainText = (component: unknown, depth = 0): string => {
   if (typeof component === "string") return component.replace(/§./g, "")
   if (component === null || typeof component !== "object" || depth > MAX_DEPTH) return ""
-  let out = ownText(component)
-  const extra = field(component, "extra")
-  if (Array.isArray(extra)) for (const child of extra) out += plainText(child, depth + 1)
+  const head = headOf(component)
+  let out = head !== component ? plainText(head, depth + 1) : ownText(component)
+  for (const child of childrenOf(component)) out += plainText(child, depth + 1)
   return out.replace(/§./g, "")
 }
 
@@ -43,22 +56,68 @@ const LEGACY_COLORS: Record<string, string> = {
   dark_gray: "8", blue: "9", green: "a", aqua: "b", red: "c", light_purple: "d", yellow: "e", white: "f"
 }
 
-/** A component flattened to the `§`-coded string that pre-1.7 clients render. */
-export const legacyText = (component: unknown, depth = 0): string => {
-  if (typeof component === "string") return component
-  if (component === null || typeof component !== "object" || depth > MAX_DEPTH) return ""
+/** The formats a legacy client knows, with their codes, in the order they are written. */
+const LEGACY_FORMATS = [
+  ["bold", "l"],
+  ["italic", "o"],
+  ["underlined", "n"],
+  ["strikethrough", "m"],
+  ["obfuscated", "k"]
+] as const
+
+/** A segment's style as `§` codes: the colour (which resets formats on a legacy client), then the formats on. */
+type LegacyStyle = string
+
+/** The style of `node` on top of the one it inherits: a colour or format it sets replaces the inherited one. */
+const styleOf = (node: object, inherited: { color: string | undefined; formats: ReadonlySet<string> }) => {
+  const colorName = field(node, "color")
+  const color = typeof colorName === "string" && Object.hasOwn(LEGACY_COLORS, colorName) ? LEGACY_COLORS[colorName] : inherited.color
+  const formats = new Set(inherited.formats)
+  for (const [key, code] of LEGACY_FORMATS) {
+    const value = field(node, key)
+    if (value === true) formats.add(code)
+    else if (value === false) formats.delete(code)
+  }
+  return { color, formats }
+}
+
+const codesOf = (style: { color: string | undefined; formats: ReadonlySet<string> }): LegacyStyle =>
+  (style.color === undefined ? "" : `§${style.color}`) + LEGACY_FORMATS.filter(([, code]) => style.formats.has(code)).map(([, code]) => `§${code}`).join("")
+
+/**
+ * A component flattened to the `§`-coded string that pre-1.7 clients render. Children inherit their parent's style
+ * and a sibling does not inherit another's: each segment whose style differs from the one before it starts with
+ * `§r` (where it has no colour to reset with) and its own codes.
+ */
+export const legacyText = (component: unknown): string => {
   let out = ""
-  const colorName = field(component, "color")
-  const color = typeof colorName === "string" && Object.hasOwn(LEGACY_COLORS, colorName) ? LEGACY_COLORS[colorName] : undefined
-  if (color !== undefined) out += `§${color}`
-  if (field(component, "bold") === true) out += "§l"
-  if (field(component, "italic") === true) out += "§o"
-  if (field(component, "underlined") === true) out += "§n"
-  if (field(component, "strikethrough") === true) out += "§m"
-  if (field(component, "obfuscated") === true) out += "§k"
-  out += ownText(component)
-  const extra = field(component, "extra")
-  if (Array.isArray(extra)) for (const child of extra) out += legacyText(child, depth + 1)
+  let current: LegacyStyle = ""
+  const emit = (text: string, style: LegacyStyle) => {
+    if (text.length === 0) return
+    if (style !== current) {
+      // Only the codes added, where the new style is the current one and more; else a colour (which resets the
+      // formats) or §r to start from.
+      if (current.length > 0 && style.startsWith(current)) out += style.slice(current.length)
+      else out += style.startsWith("§") && !LEGACY_FORMATS.some(([, code]) => style.startsWith(`§${code}`)) ? style : `§r${style}`
+      current = style
+    }
+    out += text
+  }
+  const walk = (node: unknown, inherited: { color: string | undefined; formats: ReadonlySet<string> }, depth: number): void => {
+    if (typeof node === "string") return emit(node, codesOf(inherited))
+    if (node === null || typeof node !== "object" || depth > MAX_DEPTH) return
+    const head = headOf(node)
+    let style = inherited
+    if (head !== node) walk(head, inherited, depth + 1)
+    else {
+      style = styleOf(node, inherited)
+      emit(ownText(node), codesOf(style))
+    }
+    // An array's later elements take its first element's style, as extras do their parent's.
+    if (head !== node && head !== null && typeof head === "object" && !Array.isArray(head)) style = styleOf(head, inherited)
+    for (const child of childrenOf(node)) walk(child, style, depth + 1)
+  }
+  walk(component, { color: undefined, formats: new Set() }, 0)
   return out
 }
 
