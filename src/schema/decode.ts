@@ -310,6 +310,7 @@ export const findServerConflicts = <S extends ServerIdentity>(
   const ids = new Map<string, S>()
   const domains = new Map<string, S>()
   for (const server of servers) {
+    // Every clash of the server is reported at once: its id, and each of its domains already routed.
     const owner = server.id === undefined ? undefined : ids.get(server.id)
     if (owner !== undefined) {
       problems.push({
@@ -318,19 +319,18 @@ export const findServerConflicts = <S extends ServerIdentity>(
         message: `server id "${server.id}" is already used by ${owner.file}`
       })
       rejected.add(server)
-      continue
     }
-    const clash = server.config.domains.find((domain) => domains.has(domain))
-    if (clash !== undefined) {
-      const other = domains.get(clash)!
+    for (const clash of new Set(server.config.domains)) {
+      const other = domains.get(clash)
+      if (other === undefined) continue
       problems.push({
         file: server.file,
         path: "domains",
         message: `domain "${clash}" is already routed to ${other.id !== undefined ? `server "${other.id}"` : "another server"} (${other.file})`
       })
       rejected.add(server)
-      continue
     }
+    if (rejected.has(server)) continue
     if (server.id !== undefined) ids.set(server.id, server)
     for (const domain of server.config.domains) domains.set(domain, server)
   }

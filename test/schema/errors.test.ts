@@ -258,6 +258,19 @@ describe("across files", () => {
     expect(wildcard.problems).toHaveLength(1)
     const distinct = findServerConflicts([def("servers/a.toml", "a", ["*.example.com"]), def("servers/b.toml", "b", ["example.com"])])
     expect(distinct.problems).toEqual([])
+    // Every clash of a file at once: its id and each domain already routed, so one fix is not followed by another.
+    const many = findServerConflicts([
+      def("servers/a.toml", "a", ["a.test", "*.w.test"]),
+      def("servers/b.toml", "a", ["*.w.test", "b.test", "a.test"]),
+      def("servers/c.toml", "c", ["b.test"])
+    ])
+    expect(many.problems.map(formatProblem)).toEqual([
+      'servers/b.toml: server id "a" is already used by servers/a.toml',
+      'servers/b.toml: domains: domain "*.w.test" is already routed to server "a" (servers/a.toml)',
+      'servers/b.toml: domains: domain "a.test" is already routed to server "a" (servers/a.toml)'
+    ])
+    // The file held back routes nothing: the next one may have its domain.
+    expect([...many.rejected].map((server) => server.file)).toEqual(["servers/b.toml"])
   })
 
   it("the id comes from name, else id, else the file name", () => {
