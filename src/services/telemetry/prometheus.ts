@@ -17,7 +17,12 @@ export class ScrapeReader extends MetricReader {
   /** One scrape: every instrument read now, in the text format. */
   async scrape(): Promise<string> {
     const { resourceMetrics } = await this.collect()
-    return this.serializer.serialize(resourceMetrics)
+    // The serializer turns other characters of a label name into `_` but keeps a leading digit, which Prometheus
+    // refuses (and with it the whole scrape): a resource attribute such as `9lives` from OTEL_RESOURCE_ATTRIBUTES.
+    const attributes = Object.fromEntries(
+      Object.entries(resourceMetrics.resource.attributes).map(([key, value]) => [/^[0-9]/.test(key) ? `_${key}` : key, value])
+    )
+    return this.serializer.serialize({ ...resourceMetrics, resource: { ...resourceMetrics.resource, attributes } as typeof resourceMetrics.resource })
   }
 
   protected override onForceFlush(): Promise<void> {
