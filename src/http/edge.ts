@@ -70,17 +70,33 @@ const asDecodeFailure = (response: HttpServerResponse.HttpServerResponse) => {
 const describeIssues = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>) =>
   issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }))
 
+/**
+ * A request that does not match the contract, in one line: its first issue (where, and what), and how many more
+ * `details.issues` lists. The decoder's own message is a multi-line tree, with types spelt in TypeScript.
+ */
+const contractFailure = (issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>) => {
+  const described = describeIssues(issues)
+  const first = described[0]
+  const summary = first === undefined ? "the request does not match the API" : `${first.path.length > 0 ? `${first.path}: ` : ""}${first.message.split("\n")[0]}`
+  const more = described.length > 1 ? ` (and ${described.length - 1} more in details.issues)` : ""
+  return jsonError(400, errorBody("bad_request", `${summary}${more}`, { issues: described }))
+}
+
+/** The routes whose body is JSON: anything else sent to them is refused by its type first. */
+const JSON_ROUTES = [/^\/bans$/, /^\/players\/[^/]+\/kick$/]
+
 /** What the router failed with, as an answer. */
 const failureResponse = (request: HttpServerRequest.HttpServerRequest, cause: Cause.Cause<unknown>) => {
   const failure = Cause.squash(cause)
   if (failure instanceof HttpServerError.RouteNotFound || (Cause.isFailType(cause) && cause.error instanceof HttpServerError.RouteNotFound)) {
     return Effect.succeed(jsonError(404, errorBody("not_found", `no route ${request.method} ${new URL(request.url, "http://x").pathname}`)))
   }
-  if (failure instanceof HttpApiError.HttpApiDecodeError) {
-    return Effect.succeed(jsonError(400, errorBody("bad_request", failure.message, { issues: describeIssues(failure.issues) })))
-  }
+  if (failure instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(contractFailure(failure.issues))
   if (failure instanceof HttpServerError.RequestError && isBodyTooLarge(failure)) {
     return Effect.succeed(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
+  }
+  if (failure instanceof HttpServerError.RequestError && failure.reason === "Decode") {
+    return Effect.succeed(jsonError(400, errorBody("bad_request", "the body is not valid JSON")))
   }
   if (failure instanceof HttpServerError.RequestError) {
     return Effect.succeed(jsonError(400, errorBody("bad_request", `cannot read the request: ${failure.message}`)))
@@ -144,14 +160,17 @@ export const makeEdge = (options: EdgeOptions) => {
       if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
         return finish(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
       }
+      const pathname = new URL(request.url, "http://x").pathname.slice(API_PREFIX.length)
+      const mediaType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+      const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined
+      if (request.method === "POST" && hasBody && mediaType !== "" && mediaType !== "application/json" && JSON_ROUTES.some((route) => route.test(pathname))) {
+        return finish(jsonError(415, errorBody("unsupported_media_type", `send the body as application/json, not ${mediaType}`)))
+      }
       const answered = yield* app.pipe(
         HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
         Effect.catchAllCause((cause) => failureResponse(request, cause))
       )
-      const response = Option.match(asDecodeFailure(answered), {
-        onNone: () => answered,
-        onSome: (failure) => jsonError(400, errorBody("bad_request", failure.message, { issues: describeIssues(failure.issues) }))
-      })
+      const response = Option.match(asDecodeFailure(answered), { onNone: () => answered, onSome: (failure) => contractFailure(failure.issues) })
       if (request.method !== "GET") yield* Effect.logInfo(`admin API: ${request.method} ${request.url} from ${address}: ${response.status}`)
       else yield* Effect.logDebug(`admin API: ${request.method} ${request.url} from ${address}: ${response.status}`)
       return finish(response)

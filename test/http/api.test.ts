@@ -205,6 +205,20 @@ describe("errors", () => {
     expect(mismatch.status).toBe(400)
     expect(mismatch.body.error.code).toBe("bad_request")
     expect(mismatch.body.error.details.issues.map((issue: { path: string }) => issue.path)).toContain("target.type")
+    // In one line, naming where: the decoder's own message is a tree.
+    expect(mismatch.body.error.message).toMatch(/^target\.type: /)
+    expect(mismatch.body.error.message).not.toContain("\n")
+    expect(await body(await web.request("/api/v1/bans", { method: "POST", headers: JSON_BODY, body: '{"target": ' }))).toEqual({
+      status: 400,
+      body: { error: { code: "bad_request", message: "the body is not valid JSON" } }
+    })
+    for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
+      const sent = JSON.stringify({ target: { type: "ip", value: "1.2.3.4" } })
+      expect(await body(await web.request("/api/v1/bans", { method: "POST", headers: { "content-type": type }, body: sent }))).toEqual({
+        status: 415,
+        body: { error: { code: "unsupported_media_type", message: `send the body as application/json, not ${type}` } }
+      })
+    }
     expect(await body(await web.request("/api/v1/bans", { method: "POST", headers: JSON_BODY, body: JSON.stringify({ target: { type: "ip", value: "1.2.3" } }) }))).toMatchObject({
       status: 400,
       body: { error: { code: "invalid_target" } }
