@@ -1,6 +1,7 @@
 /** Routing by domain, status answers and logins, with minecraft-protocol clients and servers as the peers. */
 import { describe, expect, it } from "vitest"
 import { makeConfigDir } from "../helpers/tempdir.js"
+import { waitFor } from "../helpers/wait.js"
 import { startPortal } from "../helpers/portal.js"
 import { CLIENT_VERSIONS, join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 
@@ -60,6 +61,15 @@ describe("unknown domains", () => {
     expect(answer.version?.name).toBe("Portal")
     const result = await join(portal.port, "nowhere.example.com")
     expect(result._tag === "Kicked" && result.reason).toMatch(/There is no server at .*nowhere\.example\.com/)
+    await waitFor(() => portal.logs.some((line) => line.includes('login for unknown domain "nowhere.example.com" refused')), { what: "the refusal's log line" })
+    // A host of 2 KiB is logged cut, with its length: refused logins must not fill the log.
+    const long = `${"a".repeat(200)}.example.com`
+    expect((await join(portal.port, long))._tag).toBe("Kicked")
+    // Lines from worker threads reach the log a moment after the player's kick.
+    const line = await waitFor(() => portal.logs.find((entry) => entry.includes("login for unknown domain") && entry.includes("aaaa")), {
+      what: "the long host's log line"
+    })
+    expect(line).toContain(`"${"a".repeat(128)}"... (${long.length} characters) refused`)
   })
 
   it("default_motd without the table shows a built-in text", async () => {

@@ -42,3 +42,10 @@ export const logFieldsOf = (options: {
   for (const [key, value] of HashMap.toEntries(options.annotations)) fields.set(key, value)
   return [...fields]
 }
+
+/** Longest text from a peer (a handshake's host, say) a log line quotes in full; up to 2 KiB could come. */
+const QUOTED_MAX = 128
+
+/** Text from a peer, quoted for a log line: cut after QUOTED_MAX characters, with its length said. */
+export const quotedForLog = (text: string): string =>
+  text.length <= QUOTED_MAX ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, QUOTED_MAX))}... (${text.length} characters)`

@@ -6,7 +6,7 @@ import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { NEXT_STATE_STATUS, splitAddress } from "../../protocol/handshake.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
-import type { ConnectionLogFields } from "../log/connectionFields.js"
+import { type ConnectionLogFields, quotedForLog } from "../log/connectionFields.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
@@ -54,7 +54,7 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
     }
     if (server === undefined) {
       return snapshot.global.unknown_domain_behavior === "drop"
-        ? closed("unknown_domain", `legacy ping for unknown domain "${host}": dropped`)
+        ? closed("unknown_domain", `legacy ping for unknown domain ${quotedForLog(host)}: dropped`)
         : Effect.succeed({ opened, host, server: undefined })
     }
     if (!ipFilter.allowedFor(server, peer.clientIp)) return closed("ip_filter", `refused by the [ip_filter] of ${server.id}`)
@@ -85,13 +85,13 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
       if (snapshot.global.unknown_domain_behavior === "drop") {
         stats.rejected("unknown_domain")
         traceRefusal(trace, "unknown_domain")
-        return Effect.as(Effect.zipRight(Effect.logDebug(`unknown domain "${host}": dropped`), closeWith(socket, undefined)), undefined)
+        return Effect.as(Effect.zipRight(Effect.logDebug(`unknown domain ${quotedForLog(host)}: dropped`), closeWith(socket, undefined)), undefined)
       }
       if (isStatus) return Effect.succeed({ _tag: "Status", opened, server: undefined })
       stats.rejected("unknown_domain")
       traceRefusal(trace, "unknown_domain")
       return Effect.as(
-        Effect.zipRight(Effect.logInfo(`login for unknown domain "${host}" refused`), disconnect(socket, MESSAGES.unknownDomain(host))),
+        Effect.zipRight(Effect.logInfo(`login for unknown domain ${quotedForLog(host)} refused`), disconnect(socket, MESSAGES.unknownDomain(host))),
         undefined
       )
     }
