@@ -7,6 +7,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -19,6 +20,10 @@ import { isNotFound, writeFileAtomic } from "./bans/atomicWrite.js"
 import { ConfigError } from "./config/ConfigError.js"
 import { checkGlobalFile, checkGlobalFileText, checkServerText, displayPath, listServerFiles } from "./config/load.js"
 import { type ConfigSnapshot, ConfigStore, RESTART_ONLY_KEYS } from "./ConfigStore.js"
+import { ServerManager } from "./ServerManager.js"
+
+/** How long a server write waits for the server managers to take the new configuration in. */
+const MANAGER_CATCH_UP = Duration.seconds(2)
 
 /** A file could not be read, written or removed. */
 export class ConfigWriteError extends Data.TaggedError("ConfigWriteError")<{ readonly reason: string }> {}
@@ -51,6 +56,7 @@ export const restartOnlyChanges = (before: GlobalConfig, after: GlobalConfig): A
 export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigEditor", {
   effect: Effect.gen(function* () {
     const store = yield* ConfigStore
+    const manager = yield* Effect.serviceOption(ServerManager)
     const fs = yield* FileSystem.FileSystem
     const client = yield* HttpClient.HttpClient
     const provide = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem | HttpClient.HttpClient>) =>
@@ -142,6 +148,9 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
         yield* Effect.logInfo(`${displayPath(file)} written through the admin API`)
         yield* store.rescanServers
         const after = yield* store.get
+        // A [server_manager] is tracked from its first state on: the answer says what the server is, not what it was
+        // before its manager caught up (bounded: a provider's first answer may be slow).
+        if (Option.isSome(manager)) yield* manager.value.caughtUp(after.revision).pipe(Effect.timeoutOption(MANAGER_CATCH_UP))
         return { created: !existed, applied: after.servers.has(id) }
       }))
 

@@ -425,6 +425,9 @@ const make = (options: ServerManagerOptions) =>
         asServer(entry.id)
       )
 
+    /** The revision of the configuration the entries last matched. */
+    const reconciled = yield* SubscriptionRef.make(-1)
+
     const reconcile = (snapshot: ConfigSnapshot) =>
       reconcileLock.withPermits(1)(
         Effect.gen(function* () {
@@ -445,6 +448,7 @@ const make = (options: ServerManagerOptions) =>
           }
           const created = yield* Effect.forEach(added, ([id, config]) => createEntry(id, config), { concurrency: "unbounded" })
           for (const entry of created) entries.set(entry.id, entry)
+          yield* SubscriptionRef.update(reconciled, (revision) => Math.max(revision, snapshot.revision))
         })
       )
 
@@ -517,7 +521,16 @@ const make = (options: ServerManagerOptions) =>
       /** Stops an online or starting server; `begun` is false when its state does not allow a stop. */
       stop: (serverId: string, reason: string) => command(serverId, (entry) => beginStop(entry, reason)),
       /** The wait bound in force (WAKE_WAIT unless overridden). */
-      wakeWait
+      wakeWait,
+      /**
+       * Waits until the managed servers match configuration `revision` (or a later one): a server added with a
+       * `[server_manager]` is tracked, with its first state, once this returns.
+       */
+      caughtUp: (revision: number): Effect.Effect<void> =>
+        reconciled.changes.pipe(
+          Stream.takeUntil((done) => done >= revision),
+          Stream.runDrain
+        )
     }
   })
 

@@ -384,6 +384,22 @@ describe("configuration writes", () => {
     expect((await web.request("/api/v1/servers/hub")).status).toBe(200)
   })
 
+  it("a server PUT with a [server_manager] is answered as managed, in its first state", async () => {
+    const panel = await startFakePanel({ state: "offline" })
+    const web = await startWebPortal()
+    const text = [
+      serverFile(2, "managed.example.com"),
+      `[server_manager]`,
+      `type = "panel"`,
+      `api_url = "${panel.url}"`,
+      `api_key = "${panel.apiKey}"`,
+      `server_id = "${panel.serverId}"`
+    ].join("\n")
+    const response = await web.request("/api/v1/servers/managed", { method: "PUT", headers: TOML, body: text })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ id: "managed", created: true, applied: true, server: { managed: true, state: "sleeping" } })
+  })
+
   it("parallel writes are checked one after another: of five new servers claiming one domain, one is written", async () => {
     const web = await startWebPortal({ web: `[web.rate_limit]\nrequests_per_minute = 1000` })
     const answers = await Promise.all(
