@@ -45,8 +45,8 @@ const controlServices = (options: ProxyOptions) =>
     Forwarding.Default,
     RateLimiter.Default,
     options.bans ?? BanStore.Default,
-    HealthMonitor.Default,
-    ServerManager.Default(options.serverManager)
+    // The health checks read the managers' states: a sleeping server's failed probes are expected.
+    HealthMonitor.Default.pipe(Layer.provideMerge(ServerManager.Default(options.serverManager)))
   )
 
 /** The status cache and the ban enforcement on top of the rest. */

@@ -21,6 +21,7 @@ import { encodeHandshake, NEXT_STATE_STATUS } from "../protocol/handshake.js"
 import { encodeProxyV2Local } from "../protocol/proxyProtocol.js"
 import { Balancer } from "./Balancer.js"
 import { ConfigStore } from "./ConfigStore.js"
+import { ServerManager } from "./ServerManager.js"
 import { connectTo, fetchBackendStatus, StatusFetchError } from "./status/backendStatus.js"
 
 /** Protocol number used in probe handshakes; any server answers a status request whatever the number. */
@@ -89,6 +90,7 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
   scoped: Effect.gen(function* () {
     const store = yield* ConfigStore
     const balancer = yield* Balancer
+    const manager = yield* Effect.serviceOption(ServerManager)
     const probes = yield* FiberMap.make<string>()
     const globalLimit = yield* Effect.makeSemaphore((yield* store.get).global.active_health.max_concurrent)
     const serverLimits = new Map<string, { readonly size: number; readonly semaphore: Effect.Semaphore }>()
@@ -116,7 +118,14 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
             const change: HealthChange = Exit.isSuccess(result)
               ? { serverId: server.id, address: formatHostPort(address), healthy: true }
               : { serverId: server.id, address: formatHostPort(address), healthy: false, reason: failureOf(result.cause) }
-            yield* change.healthy ? Effect.logInfo(`health: ${name} is up again`) : Effect.logWarning(`health: ${name} is down (${change.reason})`)
+            // A managed server that is not meant to be up (sleeping, starting, stopped) fails its probes as expected:
+            // a debug line, not a warning each time it sleeps.
+            const state = Option.match(manager, { onNone: () => "online" as const, onSome: (service) => service.dataPlane.stateOf(server.id) })
+            yield* change.healthy
+              ? Effect.logInfo(`health: ${name} is up again`)
+              : state === "online"
+                ? Effect.logWarning(`health: ${name} is down (${change.reason})`)
+                : Effect.logDebug(`health: ${name} is down (${change.reason}); the server is ${state}`)
             yield* PubSub.publish(changes, change)
           }
           healthy = nowHealthy

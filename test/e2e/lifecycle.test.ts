@@ -59,6 +59,24 @@ describe("local server manager", () => {
     expect(reasonText((await ping(portal.port, "local.example.com")).description)).toBe("§7Asleep - join to wake")
   }, 30_000)
 
+  it("with [active_health], a sleeping server's failed probes are a debug line, not a warning each time it sleeps", async () => {
+    const port = await freePort()
+    const health = `[active_health]\nenabled = true\ninterval = "100ms"\nunhealthy_interval = "100ms"\ntimeout = "300ms"`
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
+      "local.toml": localServerFile(port, `shutdown_after = "1s"\nstart_timeout = "20s"\n${health}`, ["--ready-after", "300"])
+    })
+    const portal = await startPortal(dir.configFile)
+    const downWarnings = () => portal.logs.filter((line) => line.startsWith("WARN") && /health: local .* is down/.test(line))
+    await portal.waitForLog(/DEBUG health: local 127\.0\.0\.1:\d+ is down \(.*\); the server is sleeping/, 5000)
+    const joined = await join(portal.port, "local.example.com", { username: "Alex", timeoutMs: 20_000 })
+    expect(joined._tag).toBe("Joined")
+    await portal.waitForLog(/INFO health: local 127\.0\.0\.1:\d+ is up again/, 5000)
+    if (joined._tag === "Joined") joined.leave()
+    await portal.waitForLog(/local: stopping -> sleeping/, 8000)
+    await waitFor(() => portal.logs.filter((line) => /health: local .* is down/.test(line)).length >= 2, { what: "the probe failing again once asleep" })
+    expect(downWarnings()).toEqual([])
+  }, 30_000)
+
   it("many joins at once start the server once, and all get in", async () => {
     const port = await freePort()
     const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "local.toml": localServerFile(port, "", ["--ready-after", "500"]) })
