@@ -8,14 +8,15 @@
  *   rows (telemetry/metrics.ts), pushed every `export_interval` over OTLP and served in Prometheus' text format to the
  *   admin API (telemetry/prometheus.ts).
  * - The resource: `[telemetry.resource]` service name and version, `service.instance.id` (new each start) and
- *   `host.name`, as @effect/opentelemetry builds it (with `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SERVICE_NAME` read
- *   as it reads them).
+ *   `host.name`, over `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (percent-decoded, as the specification
+ *   says; telemetry/resourceAttributes.ts).
  * - Exports are bounded in time and in flight; failures are logged at most once a minute; at shutdown what is pending
  *   is flushed within SHUTDOWN_TIMEOUT.
  */
 import * as OtelResource from "@effect/opentelemetry/Resource"
+import { resourceFromAttributes } from "@opentelemetry/resources"
 import { MeterProvider, type MetricReader, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import * as Context from "effect/Context"
+import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -38,6 +39,7 @@ import { EXPORT_TIMEOUT_MS, metricExporter, type OtlpTarget, traceExporter } fro
 import { DurationHistograms, type MetricsReading, registerInstruments } from "../services/telemetry/metrics.js"
 import { TraceEncoder } from "../services/telemetry/otlpTraces.js"
 import { ScrapeReader } from "../services/telemetry/prometheus.js"
+import { parseResourceAttributes } from "../services/telemetry/resourceAttributes.js"
 import { WorkerCensus } from "../services/WorkerPool.js"
 
 type TelemetryConfig = NonNullable<GlobalConfig["telemetry"]>
@@ -67,14 +69,21 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
       const target: OtlpTarget | undefined = config.endpoint === undefined ? undefined : { endpoint: config.endpoint, protocol: config.protocol }
       const clock = yield* Effect.clock
       const failures = makeExportFailures(config.endpoint ?? "(no endpoint)", runFork, () => clock.unsafeCurrentTimeMillis())
-      const resourceLayer = OtelResource.layerFromEnv(
-        OtelResource.configToAttributes({
+      // The resource: OTEL_RESOURCE_ATTRIBUTES (percent-decoded), OTEL_SERVICE_NAME, then the configuration's own names.
+      const fromEnv = parseResourceAttributes(yield* Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault(""), Effect.orElseSucceed(() => "")))
+      if (fromEnv.skipped.length > 0) {
+        yield* Effect.logWarning(`telemetry: OTEL_RESOURCE_ATTRIBUTES: left out what is not key=value with percent-encoding: ${fromEnv.skipped.join(", ")}`)
+      }
+      const serviceName = yield* Config.option(Config.string("OTEL_SERVICE_NAME")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+      const resource = resourceFromAttributes({
+        ...fromEnv.attributes,
+        ...Option.match(serviceName, { onNone: () => ({}), onSome: (name) => ({ "service.name": name }) }),
+        ...OtelResource.configToAttributes({
           serviceName: config.resource.service_name,
           serviceVersion: config.resource.service_version,
           attributes: { "service.instance.id": randomUUID(), "host.name": hostname() }
         })
-      )
-      const resource = Context.get(yield* Layer.build(resourceLayer), OtelResource.Resource)
+      })
 
       // Traces: only where they go somewhere.
       let tracing: Pick<TelemetryService, "dataPlane" | "workerTracing" | "exportTraces"> = {
