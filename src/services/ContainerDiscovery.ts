@@ -221,16 +221,22 @@ const run = (containers: ContainersConfig, configFile: string) =>
         yield* Deferred.succeed(firstAttempt, undefined)
       })
 
+    /** The causes of the outage going on already logged: each is said once, at the first retry that meets it. */
+    const outageCauses = new Set<string>()
     const failed = (error: EngineError) =>
       Effect.gen(function* () {
         if (outage === undefined) {
+          outageCauses.clear()
           yield* Effect.logWarning(
             `container discovery: ${error.reason}; keeping the ${inventory.count()} server(s) defined by container labels so far, ` +
               `trying again every ${Duration.format(containers.reconnect_delay)}`
           )
-        } else if (outage !== error.reason) {
-          yield* Effect.logDebug(`container discovery: still failing: ${error.reason}`)
+        } else if (!outageCauses.has(error.reason)) {
+          // A runtime that closed its stream may then fail in another way (a list that times out, a 500): the
+          // operator needs that cause, not only the first.
+          yield* Effect.logWarning(`container discovery: still failing, now: ${error.reason}`)
         }
+        outageCauses.add(error.reason)
         outage = error.reason
         yield* Deferred.succeed(firstAttempt, undefined)
       })
