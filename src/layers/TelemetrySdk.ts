@@ -14,6 +14,7 @@
  *   is flushed within SHUTDOWN_TIMEOUT.
  */
 import * as OtelResource from "@effect/opentelemetry/Resource"
+import { diag, DiagLogLevel } from "@opentelemetry/api"
 import { resourceFromAttributes } from "@opentelemetry/resources"
 import { MeterProvider, type MetricReader, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
 import * as Config from "effect/Config"
@@ -69,6 +70,18 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
       const target: OtlpTarget | undefined = config.endpoint === undefined ? undefined : { endpoint: config.endpoint, protocol: config.protocol }
       const clock = yield* Effect.clock
       const failures = makeExportFailures(config.endpoint ?? "(no endpoint)", runFork, () => clock.unsafeCurrentTimeMillis())
+      // The SDK reports some failures only to its diagnostic logger (a metrics export that timed out, an instrument
+      // whose reading failed): they go to the same once-a-minute warning as the exports' own.
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const ignore = () => {}
+          diag.setLogger(
+            { error: (message: string) => failures.failed("telemetry", message), warn: ignore, info: ignore, debug: ignore, verbose: ignore },
+            DiagLogLevel.ERROR
+          )
+        }),
+        () => Effect.sync(() => diag.disable())
+      )
       // The resource: OTEL_RESOURCE_ATTRIBUTES (percent-decoded), OTEL_SERVICE_NAME, then the configuration's own names.
       const fromEnv = parseResourceAttributes(yield* Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault(""), Effect.orElseSucceed(() => "")))
       if (fromEnv.skipped.length > 0) {

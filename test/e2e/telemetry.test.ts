@@ -8,7 +8,9 @@
  */
 import { Effect } from "effect"
 import mc from "minecraft-protocol"
+import { createServer } from "node:http"
 import * as net from "node:net"
+import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { BanStore } from "../../src/services/BanStore.js"
 import { encodeFrame } from "../../src/protocol/framing.js"
@@ -327,5 +329,21 @@ describe("telemetry: traces and metrics over OTLP", () => {
     await portal.waitForLog(/telemetry: exporting (traces|metrics) to http:\/\/127\.0\.0\.1:\d+ failed/, 8_000)
     await new Promise((resolve) => setTimeout(resolve, 2_000))
     expect(portal.logs.filter((line) => /telemetry: exporting \w+ to .* failed/.test(line))).toHaveLength(1)
+  }, 30_000)
+
+  it("a collector that never answers: the metrics export that timed out is reported, though the SDK only tells its diagnostics", async () => {
+    const silent = createServer(() => {}) // takes every request and answers none
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const port = (silent.address() as AddressInfo).port
+    try {
+      const dir = makeConfigDir(
+        `bind = "127.0.0.1:0"\nworker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${port}"\nprotocol = "http"\n[telemetry.traces]\nenabled = false\n[telemetry.metrics]\nexport_interval = "300ms"`
+      )
+      const portal = await startPortal(dir.configFile)
+      await portal.waitForLog(/WARN telemetry: exporting telemetry to http:\/\/127\.0\.0\.1:\d+ failed: PeriodicExportingMetricReader: metrics export timed out after 300ms/, 8_000)
+    } finally {
+      silent.closeAllConnections()
+      silent.close()
+    }
   }, 30_000)
 })
