@@ -298,6 +298,29 @@ describe("hot reload of servers_dir", () => {
     expect(lines.filter((line) => /can be listed again/.test(line))).toHaveLength(1)
   })
 
+  it("a broken file put back as it was is said to be fixed, though the configuration does not change", async () => {
+    const good = `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]`
+    const dir = makeConfigDir("", { "lobby.toml": good })
+    const lines: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
+    const runtime = ManagedRuntime.make(
+      configStoreFromFiles({ configFile: dir.configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform), Layer.provide(capture))
+    )
+    runtimes.push(runtime)
+    const store = await runtime.runPromise(ConfigStore)
+    const revision = (await runtime.runPromise(store.get)).revision
+    writeFileSync(path.join(dir.serversDir, "lobby.toml"), `${good}\nbroken_key = 1`)
+    await runtime.runPromise(store.rescanServers)
+    expect(lines.some((line) => /lobby\.toml: broken_key: unknown key/.test(line))).toBe(true)
+    writeFileSync(path.join(dir.serversDir, "lobby.toml"), good)
+    await runtime.runPromise(store.rescanServers)
+    expect(lines.filter((line) => /lobby\.toml: its problems are fixed; the server is loaded from it/.test(line))).toHaveLength(1)
+    expect((await runtime.runPromise(store.get)).revision).toBe(revision)
+    // Said once: a rescan of the good file says nothing more.
+    await runtime.runPromise(store.rescanServers)
+    expect(lines.filter((line) => /its problems are fixed/.test(line))).toHaveLength(1)
+  })
+
   it("a rescan that finds the same servers, written the same or differently, publishes nothing", async () => {
     const dir = makeConfigDir("", { "lobby.toml": `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]` })
     const { snapshot } = await startStore(dir.configFile)

@@ -59,6 +59,8 @@ interface FileState {
   /** A version that decoded but conflicts with another server, and the conflict last reported. */
   readonly heldBack?: ServerDefinition
   readonly conflict?: string
+  /** The text has problems (reported): the next good text says the file is fixed. */
+  readonly broken?: boolean
 }
 
 /** The result of reading every file once. */
@@ -283,7 +285,7 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
               decoded.left.problems,
               previous?.good !== undefined ? "keeping the last good version of this server" : "server not loaded"
             )
-            files.set(path, { text, good: previous?.good })
+            files.set(path, { text, good: previous?.good, broken: true })
             if (previous?.good !== undefined) stable.push(previous.good)
             continue
           }
@@ -293,6 +295,9 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
         const servers = [...stable]
         for (const { path, text, candidate, fallback } of edited) {
           if (!conflicts.rejected.has(candidate)) {
+            // Its problems were reported; that they are gone is said too (a fix back to the version in use changes
+            // nothing else that would be logged).
+            if (files.get(path)?.broken === true) yield* Effect.logInfo(`${displayPath(path)}: its problems are fixed; the server is loaded from it`)
             servers.push(candidate)
             files.set(path, { text, good: candidate })
             continue
