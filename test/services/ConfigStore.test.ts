@@ -177,6 +177,12 @@ describe("favicons", () => {
   })
 
   it("a bad favicon is a configuration error, not a crash", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
     server = createServer((_, res) => res.writeHead(404).end())
     await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
     const port = (server.address() as AddressInfo).port
@@ -186,7 +192,8 @@ describe("favicons", () => {
         `[motd.online]\ntext = "a"\nfavicon = "missing.png"`,
         `[motd.offline]\ntext = "b"\nfavicon = "big.png"`,
         `[motd.crashed]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/none.png"`,
-        `[motd.stopping]\ntext = "d"\nfavicon = "notpng.txt"`
+        `[motd.stopping]\ntext = "d"\nfavicon = "notpng.txt"`,
+        `[motd.sleeping]\ntext = "e"\nfavicon = "http://127.0.0.1:${closed}/gone.png"`
       ].join("\n")
     })
     writeFileSync(path.join(dir.serversDir, "big.png"), makePng(128, 128))
@@ -196,6 +203,8 @@ describe("favicons", () => {
     expect(lines).toEqual([
       expect.stringMatching(/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png/),
       expect.stringMatching(/a\.toml: motd\.offline\.favicon: favicon must be 64x64 pixels, this PNG is 128x128/),
+      // The system's reason under the client's "Transport error".
+      expect.stringMatching(/a\.toml: motd\.sleeping\.favicon: cannot fetch favicon http:\/\/127\.0\.0\.1:\d+\/gone\.png: Transport error .*ECONNREFUSED/),
       expect.stringMatching(/a\.toml: motd\.crashed\.favicon: cannot fetch favicon http:\/\/127\.0\.0\.1:\d+\/none\.png: HTTP 404/),
       expect.stringMatching(/a\.toml: motd\.stopping\.favicon: favicon is not a PNG image/)
     ])

@@ -50,6 +50,19 @@ const readText = (file: string) =>
     )
   )
 
+/**
+ * An HTTP client error with what lies under it: fetch reports "Transport error" over "fetch failed" over the system's
+ * reason (`ECONNREFUSED`, `ENOTFOUND`, a TLS error), and only that last one tells the operator anything.
+ */
+const withRootCause = (error: { readonly message: string; readonly cause?: unknown }): string => {
+  let root: unknown = error.cause
+  for (let depth = 0; depth < 8 && root instanceof Error && root.cause instanceof Error; depth++) root = root.cause
+  if (!(root instanceof Error)) return error.message
+  const code = "code" in root && typeof root.code === "string" ? root.code : undefined
+  const detail = code !== undefined && !root.message.includes(code) ? `${code}: ${root.message}` : root.message
+  return `${error.message} (${detail})`
+}
+
 /** A response body of at most `max` bytes: reading stops at the first byte past it, and that is a failure. */
 const readAtMost = <E extends { readonly message: string }>(body: Stream.Stream<Uint8Array, E>, max: number) =>
   body.pipe(
@@ -97,7 +110,7 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
       case "Url": {
         const client = yield* HttpClient.HttpClient
         const fetched = yield* client.get(source.url).pipe(
-          Effect.mapError((error) => new FaviconFetchError({ reason: error.message })),
+          Effect.mapError((error) => new FaviconFetchError({ reason: withRootCause(error) })),
           Effect.flatMap((response) =>
             response.status >= 200 && response.status < 300
               ? readAtMost(response.stream, FAVICON_MAX_BYTES)
