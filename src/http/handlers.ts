@@ -219,7 +219,7 @@ export const makeHandlers = (views: Views, hub: EventHub) => {
         .handleRaw("validate", ({ request, urlParams }) =>
           Effect.gen(function* () {
             const text = yield* readToml(request)
-            const problems = yield* editor.checkServer(urlParams.id ?? "new", text)
+            const problems = yield* editor.checkServer(urlParams.id, text)
             return { valid: problems.length === 0, problems }
           })
         )

@@ -134,8 +134,27 @@ export class ConfigEditor extends Effect.Service<ConfigEditor>()("portal/ConfigE
         return problems
       })
 
-    const checkServer = (id: string, text: string): Effect.Effect<ReadonlyArray<ConfigProblem>> =>
-      Effect.flatMap(store.get, (snapshot) => checkServerAt(snapshot, id, text))
+    /**
+     * Checks `text` as server `id`'s file; without an id, as a new server's: under the id its `name` or `id` key
+     * gives, else one no server and no file has (a placeholder such as "new" could be a real server's, whose own
+     * domains would then not count as a clash).
+     */
+    const checkServer = (id: string | undefined, text: string): Effect.Effect<ReadonlyArray<ConfigProblem>> =>
+      Effect.gen(function* () {
+        const snapshot = yield* store.get
+        if (id !== undefined) return yield* checkServerAt(snapshot, id, text)
+        const identity = (yield* provide(checkServerText(NodePath.join(snapshot.global.servers_dir, "new.toml"), text))).identity
+        // Only a key names it: the id a file name would give is the placeholder's.
+        const own = identity?.config.name !== undefined || identity?.config.id !== undefined ? identity.id : undefined
+        const existing = own === undefined ? undefined : snapshot.servers.get(own)
+        if (existing !== undefined) {
+          const path = identity?.config.name !== undefined ? "name" : "id"
+          return [{ file: displayPath(fileOf(snapshot, existing.id)), path, message: `a server "${own}" exists already: a new server needs another id` }]
+        }
+        let fresh = own ?? "new"
+        for (let n = 2; own === undefined && (snapshot.servers.has(fresh) || occupantOf(snapshot, fresh) !== undefined); n++) fresh = `new-${n}`
+        return yield* checkServerAt(snapshot, fresh, text)
+      })
 
     const writeServer = (id: string, text: string): Effect.Effect<ServerWrite, ConfigError | ConfigWriteError> =>
       writing.withPermits(1)(Effect.gen(function* () {

@@ -400,6 +400,20 @@ describe("configuration writes", () => {
     expect(await response.json()).toMatchObject({ id: "managed", created: true, applied: true, server: { managed: true, state: "sleeping" } })
   })
 
+  it("validate without an id checks as a new server: a server called new is no exception", async () => {
+    const web = await startWebPortal({ servers: { "new.toml": serverFile(1, "taken.example.com") } })
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const verdict = async (query: string, text: string): Promise<any> =>
+      (await web.request(`/api/v1/servers/validate${query}`, { method: "POST", headers: TOML, body: text })).json()
+    const clash = await verdict("", serverFile(2, "taken.example.com"))
+    expect(clash.valid).toBe(false)
+    expect(clash.problems[0].message).toMatch(/domain "taken\.example\.com" is already routed to server "new"/)
+    expect((await verdict("", serverFile(2, "free.example.com"))).valid).toBe(true)
+    // Its own name key names it: one that exists is refused.
+    const named = await verdict("", `name = "new"\n${serverFile(2, "free.example.com")}`)
+    expect(named.problems[0].message).toMatch(/a server "new" exists already/)
+  })
+
   it("parallel writes are checked one after another: of five new servers claiming one domain, one is written", async () => {
     const web = await startWebPortal({ web: `[web.rate_limit]\nrequests_per_minute = 1000` })
     const answers = await Promise.all(

@@ -172,4 +172,59 @@ describe.skipIf(!available)("web UI in chromium", () => {
     // No script error and no CSP violation; the refused requests above (a wrong key, the typo) are the only failures.
     expect(problems.filter((text) => !/Failed to load resource: the server responded with a status of 40[01]/.test(text))).toEqual([])
   }, 60_000)
+
+  it("new server over an existing id, a syntax error's place, the skip link, narrow windows, a refused key, a failed load", async () => {
+    const mainFile = `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:1"]\n`
+    const web = await startWebPortal({ web: `[web.rate_limit]\nrequests_per_minute = 600`, servers: { "main.toml": mainFile } })
+    const page = await launch()
+    await page.goto(`${web.base}/`)
+    await page.locator("#api-key").fill(API_KEY)
+    await page.keyboard.press("Enter")
+    await page.getByRole("heading", { name: "Dashboard" }).waitFor()
+
+    // "New server" under the id of one that exists: refused at Check and at Save, and its file is left as it was.
+    await page.getByRole("link", { name: "Servers" }).click()
+    await page.getByRole("button", { name: "New server" }).click()
+    await page.locator("#server-id").fill("main")
+    await page.getByRole("button", { name: "Check" }).click()
+    const problemsBox = page.locator("#server-problems")
+    await problemsBox.getByText(/a server "main" exists already/).waitFor()
+    await page.getByRole("button", { name: "Save" }).click()
+    await problemsBox.getByText(/a server "main" exists already/).waitFor()
+    expect(await (await web.request("/api/v1/servers/main/config")).text()).toBe(mainFile)
+
+    // A TOML syntax error says where it is.
+    await page.locator("#server-id").fill("fresh")
+    await page.locator("#server-toml").fill(`domains = ["a.example.com"\naddresses = ["127.0.0.1:2"]\n`)
+    await page.getByRole("button", { name: "Check" }).click()
+    await problemsBox.locator("code", { hasText: /^line \d+, column \d+$/ }).waitFor()
+
+    // The skip link moves the focus to the content and leaves the page where it is.
+    await page.getByRole("button", { name: "Cancel" }).click()
+    await page.locator("a.skip").focus()
+    await page.keyboard.press("Enter")
+    await page.getByRole("heading", { name: "Servers" }).waitFor()
+    expect(await page.locator('nav a[aria-current="page"]').textContent()).toBe("Servers")
+
+    // A narrow window: the page does not get wider than it; a wide table scrolls in its own box.
+    await page.setViewportSize({ width: 400, height: 800 })
+    await page.locator('tr[data-server="main"]').waitFor()
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(400)
+    await page.setViewportSize({ width: 1280, height: 860 })
+
+    // A load that fails (here a rate limit, answered on the way) is said and tried again, not shown as no servers.
+    await page.route("**/api/v1/servers", (route) => route.fulfill({ status: 429, contentType: "application/json", body: JSON.stringify({ error: { code: "rate_limited", message: "more than 60 requests in a minute" } }) }))
+    await page.getByRole("link", { name: "Dashboard" }).click()
+    await page.getByRole("alert").getByText(/more than 60 requests in a minute \(trying again\)/).waitFor()
+    await page.getByText("● live").waitFor()
+    // The alert stays over the stats ticks that redraw the cards.
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    expect(await page.getByRole("alert").getByText(/more than 60 requests/).count()).toBe(1)
+    await page.unroute("**/api/v1/servers")
+
+    // A key Portal stops accepting: the sign-in form says why, rather than "Signed out."
+    await page.evaluate('sessionStorage.setItem("portal.apiKey", "a-key-that-was-changed-0123")')
+    await page.getByRole("link", { name: "Players" }).click()
+    await page.getByText(/no longer accepts the key this tab signed in with/).waitFor()
+  }, 60_000)
 })

@@ -13,14 +13,18 @@ export class ApiError extends Error {
   }
 }
 
-let onSignedOut = () => {}
+let onSignedOut = (_reason) => {}
+
+/** Why the UI signs out by itself: the key in use is refused (changed in proxy.toml, or a new key for this run). */
+const KEY_REFUSED = "Portal no longer accepts the key this tab signed in with (it was changed, or Portal restarted with a key for the run): sign in with the current key."
 
 export const session = {
   key: () => sessionStorage.getItem(KEY),
   signIn: (key) => sessionStorage.setItem(KEY, key),
-  signOut: () => {
+  /** `reason`: what the sign-in form says (the user signed out, or the key stopped being accepted). */
+  signOut: (reason = "Signed out.") => {
     sessionStorage.removeItem(KEY)
-    onSignedOut()
+    onSignedOut(reason)
   },
   whenSignedOut: (f) => {
     onSignedOut = f
@@ -43,7 +47,7 @@ export async function call(method, path, { json, text, key = session.key() } = {
   const payload = response.status === 204 ? undefined : type.includes("json") ? await response.json() : await response.text()
   if (!response.ok) {
     const error = new ApiError(response.status, typeof payload === "object" ? payload : undefined)
-    if (response.status === 401 && key === session.key()) session.signOut()
+    if (response.status === 401 && key === session.key()) session.signOut(KEY_REFUSED)
     throw error
   }
   return payload
@@ -70,7 +74,7 @@ export function followEvents(onEvent, onStatus) {
         const headers = { authorization: `Bearer ${session.key() ?? ""}` }
         if (lastId !== undefined) headers["last-event-id"] = String(lastId)
         const response = await fetch(`${BASE}/events`, { headers, signal: controller.signal })
-        if (response.status === 401) return session.signOut()
+        if (response.status === 401) return session.signOut(KEY_REFUSED)
         if (!response.ok || response.body === null) throw new Error(`HTTP ${response.status}`)
         onStatus(true)
         pause = 1000

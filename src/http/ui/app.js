@@ -15,6 +15,8 @@ const header = document.querySelector("header.top")
 const liveStatus = header.querySelector(".live")
 let cleanup
 let stream
+/** The view on the page, once one is. */
+let shown
 
 function signInView(message) {
   header.hidden = true
@@ -49,8 +51,11 @@ function signInView(message) {
 
 function route() {
   if (session.key() === null) return signInView()
-  const name = location.hash.replace(/^#\//, "") || "dashboard"
-  const view = VIEWS[name] ?? dashboard
+  // Only `#/<view>` names a view: another hash (the skip link's `#main`) leaves the page as it is.
+  if (location.hash !== "" && !location.hash.startsWith("#/") && shown !== undefined) return
+  const asked = location.hash.replace(/^#\//, "") || "dashboard"
+  const name = Object.hasOwn(VIEWS, asked) ? asked : "dashboard"
+  const view = VIEWS[name]
   cleanup?.()
   clear(main)
   for (const link of header.querySelectorAll("nav a")) {
@@ -58,6 +63,7 @@ function route() {
     else link.removeAttribute("aria-current")
   }
   cleanup = view.render(main)
+  shown = name
   main.querySelector("h1")?.focus()
 }
 
@@ -75,12 +81,13 @@ function start() {
   route()
 }
 
-session.whenSignedOut(() => {
+session.whenSignedOut((reason) => {
   stream?.stop()
   stream = undefined
   cleanup?.()
   cleanup = undefined
-  signInView("Signed out.")
+  shown = undefined
+  signInView(reason)
 })
 subscribe((event) => {
   if (event.type === "connection") showConnection()

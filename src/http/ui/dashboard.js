@@ -54,6 +54,8 @@ export function render(container) {
   const body = h("div", { class: "dashboard" }, h("p", { class: "muted" }, "Loading…"))
   container.append(h("h1", { tabindex: -1 }, "Dashboard"), body)
 
+  /** Why the last load failed (shown above the cards until a load succeeds; the stats tick redraws them). */
+  let failure
   const draw = () => {
     const stats = live.stats.at(-1)
     const players = stats?.players_online ?? info?.players_online ?? 0
@@ -61,6 +63,7 @@ export function render(container) {
     const byState = new Map()
     for (const server of servers) byState.set(server.state, (byState.get(server.state) ?? 0) + 1)
     fill(body, 
+      failure === undefined ? null : h("p", { class: "error", role: "alert" }, `${failure} (trying again)`),
       h(
         "section",
         { class: "cards", "aria-label": "Summary" },
@@ -107,11 +110,15 @@ export function render(container) {
     )
   }
 
+  let retry
   const load = async () => {
     try {
       ;[info, servers] = await Promise.all([api.get("/proxy"), api.get("/servers")])
+      failure = undefined
     } catch (error) {
-      body.prepend(h("p", { class: "error", role: "alert" }, error.message))
+      // Shown, not taken for an empty configuration; tried again (a rate limit passes, a restart ends).
+      failure = error.message
+      retry = setTimeout(load, 5000)
     }
     draw()
   }
@@ -124,5 +131,8 @@ export function render(container) {
     if (event.type === "stats") draw()
     else if (event.type === "server.state" || event.type === "config.reload") reloadServers()
   })
-  return stop
+  return () => {
+    clearTimeout(retry)
+    stop()
+  }
 }

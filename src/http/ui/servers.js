@@ -13,7 +13,11 @@ function problemList(problems) {
   return h(
     "ul",
     { class: "problems" },
-    problems.map((problem) => h("li", {}, problem.path ? h("code", {}, problem.path) : null, problem.path ? ": " : "", problem.message))
+    problems.map((problem) => {
+      // A TOML syntax error has no key path; where it is comes as `file:line:column`.
+      const at = problem.path ? problem.path : /:\d+:\d+$/.test(problem.file ?? "") ? `line ${problem.file.split(":").slice(-2).join(", column ")}` : ""
+      return h("li", {}, at ? h("code", {}, at) : null, at ? ": " : "", problem.message)
+    })
   )
 }
 
@@ -72,10 +76,23 @@ export function render(container) {
         found.length === 0 ? h("p", { class: "ok" }, "No problems.") : [h("p", { class: "error", role: "alert" }, `${found.length} problem(s):`), problemList(found)]
       )
     }
-    const check = async () => {
-      const target = idInput.value || "new"
+    /** A new server must not take an existing one's id: its file would be replaced. */
+    const taken = async () => {
+      if (id !== undefined || idInput.value === "") return false
       try {
-        const checked = await call("POST", `/servers/validate?id=${encodeURIComponent(target)}`, { text: textarea.value })
+        await api.get(`/servers/${encodeURIComponent(idInput.value)}`)
+        return true
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) return false
+        throw error
+      }
+    }
+    const takenProblem = () => ({ path: "", message: `a server "${idInput.value}" exists already: choose another id, or edit that server` })
+    const check = async () => {
+      try {
+        if (await taken()) return showProblems([takenProblem()])
+        const query = idInput.value === "" ? "" : `?id=${encodeURIComponent(idInput.value)}`
+        const checked = await call("POST", `/servers/validate${query}`, { text: textarea.value })
         showProblems(checked.problems)
       } catch (error) {
         fill(problems, h("p", { class: "error", role: "alert" }, error.message))
@@ -85,6 +102,7 @@ export function render(container) {
       event.preventDefault()
       if (!idInput.reportValidity()) return
       try {
+        if (await taken()) return showProblems([takenProblem()])
         const result = await api.put(`/servers/${encodeURIComponent(idInput.value)}`, textarea.value)
         showProblems([])
         say(`${result.id} ${result.created ? "created" : "saved"}${result.applied ? "" : " (not applied yet)"}`)
