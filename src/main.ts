@@ -21,13 +21,13 @@ const USAGE = `Portal ${PORTAL_VERSION}: a reverse proxy for Minecraft Java Edit
 Usage: portal [options]
 
 Options:
-  --config PATH        global configuration file (default: ./proxy.toml)
-  --check              validate proxy.toml and every server file, print problems, exit 0 (valid) or 1
-  --dev                development mode: embedded demo backends in place of real servers
-  --log-format FORMAT  pretty (default) or json
-  --log-level LEVEL    ${LOG_LEVELS.join(", ")} (default: info)
-  --help               show this text
-  --version            print the version
+  -c, --config PATH        global configuration file (default: ./proxy.toml)
+      --check              validate proxy.toml and every server file, print problems, exit 0 (valid) or 1
+      --dev                development mode: embedded demo backends in place of real servers
+      --log-format FORMAT  pretty (default) or json
+      --log-level LEVEL    ${LOG_LEVELS.join(", ")} (default: info)
+  -h, --help               show this text
+  -v, --version            print the version
 `
 
 const fail = (message: string): never => {
@@ -119,4 +119,15 @@ if (args!.check) {
     disablePrettyLogger: true,
     teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? Number(exit.value) : Exit.isInterrupted(exit) ? 0 : 1)
   })
+  // The first SIGINT or SIGTERM starts the graceful shutdown (runMain's own handler); a second one, while it waits for
+  // the players, stops at once, as the usual second Ctrl-C does, and says so (Node's default ended it silently).
+  let signals = 0
+  for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    process.on(signal, () => {
+      signals += 1
+      if (signals < 2) return
+      process.stderr.write(`portal: ${signal} again during the shutdown: stopping now, without waiting for the players\n`)
+      process.exit(code)
+    })
+  }
 }

@@ -8,6 +8,7 @@ import { PORTAL_VERSION } from "../src/schema/GlobalConfig.js"
 import { keepaliveSupport } from "../src/services/native/keepalive.js"
 import { MAIN, nodeFlagsOf, runPortal, startPortal } from "./helpers/process.js"
 import { makeConfigDir } from "./helpers/tempdir.js"
+import { join, startBackend } from "./peers/minecraft.js"
 
 describe("--check", () => {
   it("accepts the example configuration and prints a one-line summary", () => {
@@ -143,10 +144,14 @@ describe("--check", () => {
     ])
   })
 
-  it("reports a missing configuration file", () => {
+  it("reports a missing configuration file, or a directory in its place, in words", () => {
     const result = runPortal(["--check", "--config", "/nonexistent/proxy.toml"])
     expect(result.status).toBe(1)
-    expect(result.stderr).toMatch(/\/nonexistent\/proxy\.toml: cannot read/)
+    expect(result.stderr).toMatch(/\/nonexistent\/proxy\.toml: cannot read: no such file$/m)
+    const dir = makeConfigDir("")
+    const directory = runPortal(["--check", "--config", dir.serversDir])
+    expect(directory.status).toBe(1)
+    expect(directory.stderr).toMatch(/servers: cannot read: it is a directory, not a file$/m)
   })
 
   it("notes configured features that are not active yet", () => {
@@ -235,6 +240,20 @@ describe("running", () => {
       await portal.waitForOutput(/proxy\.toml loaded: 1 server \(a\)/)
       expect(await portal.stop(signal)).toBe(0)
     }
+  })
+
+  it("a second SIGINT during the graceful shutdown stops at once, with exit code 130, and says so", async () => {
+    const backend = await startBackend("held", { hold: true })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "a.toml": `domains = ["a.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]` })
+    const portal = startPortal(["--config", dir.configFile], { env: { PORTAL_SHUTDOWN_GRACE_MS: "20000" } })
+    const listening = await portal.waitForOutput(/listening on 127\.0\.0\.1:(\d+)/)
+    const player = await join(Number(listening[1]), "a.example.com", { username: "Steve" })
+    expect(player._tag).toBe("Joined")
+    portal.child.kill("SIGINT")
+    await portal.waitForOutput(/shutting down: waiting up to 20s for 1 connection/)
+    portal.child.kill("SIGINT")
+    expect(await portal.exited()).toBe(130)
+    expect(portal.output()).toMatch(/portal: SIGINT again during the shutdown: stopping now, without waiting for the players/)
   })
 
   it("keeps serving when its standard output goes away (EPIPE), and says so on standard error", async () => {

@@ -201,7 +201,7 @@ describe("favicons", () => {
     const result = await load(dir.configFile)
     const lines = Either.isLeft(result) ? result.left.problems.map(formatProblem) : []
     expect(lines).toEqual([
-      expect.stringMatching(/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png/),
+      expect.stringMatching(/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png: no such file$/),
       expect.stringMatching(/a\.toml: motd\.offline\.favicon: favicon must be 64x64 pixels, this PNG is 128x128/),
       // The system's reason under the client's "Transport error".
       expect.stringMatching(/a\.toml: motd\.sleeping\.favicon: cannot fetch favicon http:\/\/127\.0\.0\.1:\d+\/gone\.png: Transport error .*ECONNREFUSED/),

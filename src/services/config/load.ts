@@ -40,12 +40,33 @@ const resolveFrom = (baseDir: string, target: string): string => NodePath.resolv
 
 const fail = (problems: ReadonlyArray<ConfigProblem>) => Effect.fail(new ConfigError({ problems }))
 
+/**
+ * Why a file could not be read, in words: the platform's message carries its own names (`NotFound:
+ * FileSystem.readFile (...)`) and the system's code.
+ */
+export const fileErrorText = (error: { readonly message: string; readonly cause?: unknown }): string => {
+  const code = error.cause instanceof Error && "code" in error.cause ? error.cause.code : undefined
+  switch (code) {
+    case "ENOENT":
+      return "no such file"
+    case "EISDIR":
+      return "it is a directory, not a file"
+    case "EACCES":
+    case "EPERM":
+      return "permission denied"
+    case "ENOTDIR":
+      return "a part of the path is not a directory"
+    default:
+      return error.cause instanceof Error ? error.cause.message : error.message
+  }
+}
+
 const readText = (file: string) =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
     Effect.mapError(
       (error) =>
         new ConfigError({
-          problems: [{ file: displayPath(file), path: "", message: `cannot read: ${error.message}` }]
+          problems: [{ file: displayPath(file), path: "", message: `cannot read: ${fileErrorText(error)}` }]
         })
     )
   )
@@ -98,12 +119,12 @@ const loadFavicon = (value: string, baseDir: string, file: string, keyPath: stri
         // Only a regular file of a favicon's size is read: opening a FIFO waits for a writer (holding one of the
         // few threads all file I/O shares), and a device such as /dev/zero never ends.
         const info = yield* Effect.either(fs.stat(target))
-        if (Either.isLeft(info)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${info.left.message}`)
+        if (Either.isLeft(info)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${fileErrorText(info.left)}`)
         if (info.right.type !== "File") return yield* problem(`favicon ${displayPath(target)} is not a regular file`)
         const tooLarge = faviconSizeProblem(info.right.size)
         if (tooLarge !== undefined) return yield* problem(`favicon ${displayPath(target)} ${tooLarge}`)
         const bytes = yield* Effect.either(fs.readFile(target))
-        if (Either.isLeft(bytes)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${bytes.left.message}`)
+        if (Either.isLeft(bytes)) return yield* problem(`cannot read favicon file ${displayPath(target)}: ${fileErrorText(bytes.left)}`)
         png = Buffer.from(bytes.right)
         break
       }
