@@ -194,7 +194,7 @@ describe("--check", () => {
     const result = runPortal(["--check", "--config", dir.configFile])
     expect(result.status).toBe(0)
     expect(result.stdout).toMatch(
-      keepaliveSupport().full ? /\[keepalive\]: Linux refuses retries above 127/ : /\[keepalive\]: interval and retries need the native addon/
+      keepaliveSupport().full ? /\[keepalive\]: Linux refuses retries above 127/ : /\[keepalive\]: interval and retries \(set or default\) need the native addon/
     )
     const within = runPortal(["--check", "--config", makeConfigDir(`[keepalive]\nretries = 127\ntime = "9h"`).configFile])
     expect(within.stdout).not.toMatch(/\[keepalive\]: Linux refuses/)

@@ -30,7 +30,10 @@ export const inactiveFeatures = (
   const add = (where: string, what: string) => out.push({ where, what })
   const workers = global.worker_threads === 0 ? availableParallelism() : global.worker_threads
   const noWorkers = workers > 1 ? workerThreadsUnsupported() : undefined
-  if (noWorkers !== undefined) add("worker_threads", `asks for ${workers} workers, but ${noWorkers}; Portal runs on one thread`)
+  if (noWorkers !== undefined) {
+    const asked = global.worker_threads === 0 ? `the default (0: one per core) asks for ${workers} workers` : `asks for ${workers} workers`
+    add("worker_threads", `${asked}, but ${noWorkers}; Portal runs on one thread`)
+  }
   if (global.so_reuseport) {
     const noReusePort = reusePortUnsupported()
     if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
@@ -49,7 +52,10 @@ export const inactiveFeatures = (
     add("[permissions]", "proxy commands are not active yet")
   }
   const keepalive = keepaliveSupport()
-  if (!keepalive.full) add("[keepalive]", `interval and retries need the native addon (${keepalive.reason}); only time applies`)
+  if (!keepalive.full) {
+    // Always there (its defaults apply without the table): say it is about the probes' interval and count.
+    add("[keepalive]", `interval and retries (set or default) need the native addon (${keepalive.reason}); only time applies`)
+  }
   else if (!withinKernelLimits(global)) {
     add("[keepalive]", "Linux refuses retries above 127 and a time or interval above 32767s; connections keep the kernel's values for what it refuses")
   }

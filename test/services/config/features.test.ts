@@ -1,5 +1,6 @@
 /** What the startup log and --check say of worker_threads and so_reuseport where they cannot have their effect. */
 import { Schema } from "effect"
+import { availableParallelism } from "node:os"
 import { describe, expect, it, vi } from "vitest"
 import { GlobalConfig } from "../../../src/schema/GlobalConfig.js"
 
@@ -21,6 +22,12 @@ describe("inactiveFeatures: threads and sockets", () => {
       "worker_threads: asks for 2 workers, but worker threads need the native addon; Portal runs on one thread",
       "so_reuseport: has no effect: Portal runs on one thread (see worker_threads)"
     ])
+    // Not set at all: the line says it is the default that asks, not the operator.
+    expect(said({}).filter((line) => line.startsWith("worker_threads"))).toEqual(
+      availableParallelism() > 1
+        ? [`worker_threads: the default (0: one per core) asks for ${availableParallelism()} workers, but worker threads need the native addon; Portal runs on one thread`]
+        : []
+    )
   })
 
   it("workers without SO_REUSEPORT share one socket", () => {
