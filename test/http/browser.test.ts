@@ -122,6 +122,8 @@ describe.skipIf(!available)("web UI in chromium", () => {
     await waitFor(() => backend.players.size === 0, { what: "Steve to leave the backend" })
     await web.portal.waitForLog(/Steve .*left main .*\(ended: Time for a break;/)
     await page.getByText("Nobody is online.").waitFor()
+    // The list was rebuilt without the Kick button: the focus is on the page's heading, not lost to the body.
+    expect(await page.evaluate("document.activeElement?.tagName + ' ' + document.activeElement?.textContent")).toBe("H1 Players")
 
     // Bans: add one with a duration, see it, lift it.
     await page.getByRole("link", { name: "Bans" }).click()
@@ -135,6 +137,7 @@ describe.skipIf(!available)("web UI in chromium", () => {
     await shoot(page, "bans")
     await page.getByRole("button", { name: "Lift the ban of Griefer" }).click()
     await page.getByText("No bans in force.").waitFor()
+    expect(await page.evaluate("document.activeElement?.tagName")).not.toBe("BODY")
     expect(((await (await web.request("/api/v1/bans/check?username=Griefer")).json()) as { banned: boolean }).banned).toBe(false)
 
     // Servers: a typo is shown beside the editor and nothing changes; the fix is applied.

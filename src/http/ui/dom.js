@@ -39,9 +39,22 @@ export function clear(element) {
   return element
 }
 
-/** Replaces what `element` holds with `children` (nested arrays flattened, empty ones skipped). */
+/** What names a control for a keyboard user: its label, else its text. */
+const nameOf = (control) => control.getAttribute("aria-label") ?? control.textContent
+
+/**
+ * Replaces what `element` holds with `children` (nested arrays flattened, empty ones skipped). Where the focus was
+ * inside it (a list refreshed after a kick, a ban, a save), it goes to the control of the same name in the new
+ * content, else to the page's heading: not back to the start of the page.
+ */
 export function fill(element, ...children) {
+  const focused = document.activeElement
+  const had = focused !== null && focused !== element && element.contains(focused) ? nameOf(focused) : undefined
   append(clear(element), children)
+  if (had !== undefined) {
+    const same = [...element.querySelectorAll("button, a[href], input, select, textarea")].find((control) => nameOf(control) === had)
+    ;(same ?? document.querySelector("main h1"))?.focus()
+  }
   return element
 }
 
