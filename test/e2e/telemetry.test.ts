@@ -299,6 +299,9 @@ describe("telemetry: traces and metrics over OTLP", () => {
       const sessions = target.store.spans.filter((span) => span.name === "minecraft.session")
       expect(sessions.map((span) => span.attributes["portal.session.closed_by"])).toEqual(["ended", "ended"])
       expect(rootsOf(target.store.spans).map((root) => root.attributes["minecraft.player.name"]).sort()).toEqual(["stay0", "stay1"])
+      // The last metrics push, made as Portal stops, counts the connections the shutdown closed as closed.
+      expect(target.store.latest("portal.connections.active")?.value).toBe(0)
+      expect(target.store.latest("portal.players.online", { "portal.server": "lobby" })?.value).toBe(0)
       await backend.close()
     }
   }, 40_000)

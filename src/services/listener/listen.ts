@@ -186,6 +186,12 @@ export const listen = (options: ListenerOptions) =>
           yield* fibers.awaitEmpty.pipe(Effect.interruptible, Effect.timeoutOption(Duration.seconds(1)))
         }
         handle.closeOpenings()
+        // Their sockets say they closed on a later turn of the loop: counted before the services after the listener
+        // (telemetry's last export) read the open connections.
+        yield* Effect.repeat(Effect.sync(handle.unclosed), { until: (left) => left <= 0, schedule: Schedule.spaced("5 millis") }).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(Duration.seconds(1))
+        )
       })
     )
 

@@ -27,6 +27,8 @@ export interface ConnectionHandler {
   readonly opening: () => number
   /** Closes the connections still in their opening (at shutdown, once the grace is over). */
   readonly closeOpenings: () => void
+  /** Sockets accepted whose close has not been seen yet (a destroyed socket says so on a later turn of the loop). */
+  readonly unclosed: () => number
 }
 
 /** The two ends of a connection as the client sees them (from the socket, or from a PROXY protocol header). */

@@ -230,6 +230,13 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     }
   }
 
+  let unclosed = 0
+  /** One listener for every socket (no closure per connection): the count, and the stats' active connections. */
+  const closed = () => {
+    unclosed -= 1
+    stats.connectionClosed()
+  }
+
   const accept = (connection: Connection, fork: Fork): void => {
     const socket = connection.socket
     const accepted = performance.now()
@@ -238,7 +245,8 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     // A connection counts as active until its socket closes, whoever closes it (the session or a relay). `on`, not
     // `once`: a socket closes once, and once's wrapper would be three more objects per connection.
     stats.connectionOpened()
-    socket.on("close", stats.connectionClosed)
+    unclosed += 1
+    socket.on("close", closed)
     // Traced from the start at the ping ratio; a login not picked here is traced from its handshake (opening.ts).
     if (tracing !== undefined && tracing.sampled()) connection.trace = tracing.begin(connection.id, accepted)
     const link = openings.add(socket)
@@ -254,6 +262,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
     opening: () => openings.size,
     closeOpenings: () => {
       for (const socket of openings.values()) socket.destroy()
-    }
+    },
+    unclosed: () => unclosed
   }
 }
