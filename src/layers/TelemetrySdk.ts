@@ -76,7 +76,13 @@ export const makeTelemetryLayer = (config: TelemetryConfig) =>
         Effect.sync(() => {
           const ignore = () => {}
           diag.setLogger(
-            { error: (message: string) => failures.failed("telemetry", message), warn: ignore, info: ignore, debug: ignore, verbose: ignore },
+            {
+              error: (message: string) => failures.failed(/metric/i.test(message) ? "metrics" : "telemetry", message),
+              warn: ignore,
+              info: ignore,
+              debug: ignore,
+              verbose: ignore
+            },
             DiagLogLevel.ERROR
           )
         }),

@@ -343,7 +343,7 @@ describe("telemetry: traces and metrics over OTLP", () => {
         `bind = "127.0.0.1:0"\nworker_threads = 1\n[telemetry]\nenabled = true\nendpoint = "http://127.0.0.1:${port}"\nprotocol = "http"\n[telemetry.traces]\nenabled = false\n[telemetry.metrics]\nexport_interval = "300ms"`
       )
       const portal = await startPortal(dir.configFile)
-      await portal.waitForLog(/WARN telemetry: exporting telemetry to http:\/\/127\.0\.0\.1:\d+ failed: PeriodicExportingMetricReader: metrics export timed out after 300ms/, 8_000)
+      await portal.waitForLog(/WARN telemetry: exporting metrics to http:\/\/127\.0\.0\.1:\d+ failed: PeriodicExportingMetricReader: metrics export timed out after 300ms/, 8_000)
     } finally {
       silent.closeAllConnections()
       silent.close()
