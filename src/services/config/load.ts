@@ -23,6 +23,7 @@ import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import type { MotdEntry, MotdTable } from "../../schema/common.js"
 import type { ConfigProblem } from "../../schema/problems.js"
 import type { ServerConfig } from "../../schema/ServerConfig.js"
+import { describeTransport } from "../net/transportError.js"
 import { ConfigError } from "./ConfigError.js"
 
 export const FAVICON_FETCH_TIMEOUT = Duration.seconds(5)
@@ -71,17 +72,10 @@ const readText = (file: string) =>
     )
   )
 
-/**
- * An HTTP client error with what lies under it: fetch reports "Transport error" over "fetch failed" over the system's
- * reason (`ECONNREFUSED`, `ENOTFOUND`, a TLS error), and only that last one tells the operator anything.
- */
+/** An HTTP client error with the system's reason under it (`ECONNREFUSED`, no such host). */
 const withRootCause = (error: { readonly message: string; readonly cause?: unknown }): string => {
-  let root: unknown = error.cause
-  for (let depth = 0; depth < 8 && root instanceof Error && root.cause instanceof Error; depth++) root = root.cause
-  if (!(root instanceof Error)) return error.message
-  const code = "code" in root && typeof root.code === "string" ? root.code : undefined
-  const detail = code !== undefined && !root.message.includes(code) ? `${code}: ${root.message}` : root.message
-  return `${error.message} (${detail})`
+  const detail = describeTransport(error)
+  return detail === error.message ? detail : `${error.message} (${detail})`
 }
 
 /** A response body of at most `max` bytes: reading stops at the first byte past it, and that is a failure. */

@@ -4,15 +4,14 @@
  * reached (once per distinct problem, not once per poll).
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ServerManagerConfig } from "../../schema/ServerConfig.js"
+import { describeTransport } from "../net/transportError.js"
 import { describeParseError } from "../parseIssue.js"
 import { type Observation, type Provider, ProviderError, type ProviderInput } from "./Provider.js"
 
@@ -39,16 +38,6 @@ export interface RemoteApi<A, I> {
 export const apiBase = (config: RemoteConfig) => config.api_url.replace(/\/+$/, "")
 
 const BODY_SNIPPET = 200
-
-/** The most telling part of a transport failure: the socket error's code (`ECONNREFUSED`), else a message. */
-const describeTransport = (error: HttpClientError.RequestError): string => {
-  const cause = error.cause
-  const inner = Predicate.hasProperty(cause, "cause") ? cause.cause : undefined
-  if (Predicate.hasProperty(inner, "code") && Predicate.isString(inner.code)) return inner.code
-  if (Predicate.hasProperty(inner, "message") && Predicate.isString(inner.message)) return inner.message
-  if (Predicate.hasProperty(cause, "message") && Predicate.isString(cause.message)) return cause.message
-  return error.message
-}
 
 const parseJson = Schema.decodeEither(Schema.parseJson())
 
