@@ -65,11 +65,14 @@ const LEGACY_FORMATS = [
   ["obfuscated", "k"]
 ] as const
 
-/** A segment's style as `§` codes: the colour (which resets formats on a legacy client), then the formats on. */
-type LegacyStyle = string
+/** A segment's style: its legacy colour code, and the codes of the formats on. */
+interface Style {
+  readonly color: string | undefined
+  readonly formats: ReadonlySet<string>
+}
 
 /** The style of `node` on top of the one it inherits: a colour or format it sets replaces the inherited one. */
-const styleOf = (node: object, inherited: { color: string | undefined; formats: ReadonlySet<string> }) => {
+const styleOf = (node: object, inherited: Style): Style => {
   const colorName = field(node, "color")
   const color = typeof colorName === "string" && Object.hasOwn(LEGACY_COLORS, colorName) ? LEGACY_COLORS[colorName] : inherited.color
   const formats = new Set(inherited.formats)
@@ -81,7 +84,8 @@ const styleOf = (node: object, inherited: { color: string | undefined; formats: 
   return { color, formats }
 }
 
-const codesOf = (style: { color: string | undefined; formats: ReadonlySet<string> }): LegacyStyle =>
+/** A style as `§` codes: the colour (which resets formats on a legacy client), then the formats on. */
+const codesOf = (style: Style): string =>
   (style.color === undefined ? "" : `§${style.color}`) + LEGACY_FORMATS.filter(([, code]) => style.formats.has(code)).map(([, code]) => `§${code}`).join("")
 
 /**
@@ -91,30 +95,32 @@ const codesOf = (style: { color: string | undefined; formats: ReadonlySet<string
  */
 export const legacyText = (component: unknown): string => {
   let out = ""
-  let current: LegacyStyle = ""
-  const emit = (text: string, style: LegacyStyle) => {
+  let current = ""
+  const emit = (text: string, style: Style) => {
     if (text.length === 0) return
-    if (style !== current) {
-      // Only the codes added, where the new style is the current one and more; else a colour (which resets the
-      // formats) or §r to start from.
-      if (current.length > 0 && style.startsWith(current)) out += style.slice(current.length)
-      else out += style.startsWith("§") && !LEGACY_FORMATS.some(([, code]) => style.startsWith(`§${code}`)) ? style : `§r${style}`
-      current = style
+    const codes = codesOf(style)
+    if (codes !== current) {
+      // Only the codes added, where the new style is the current one and more; else its colour (which resets the
+      // formats), or §r where it has none.
+      if (current.length > 0 && codes.startsWith(current)) out += codes.slice(current.length)
+      else out += style.color !== undefined ? codes : `§r${codes}`
+      current = codes
     }
     out += text
   }
-  const walk = (node: unknown, inherited: { color: string | undefined; formats: ReadonlySet<string> }, depth: number): void => {
-    if (typeof node === "string") return emit(node, codesOf(inherited))
+  const walk = (node: unknown, inherited: Style, depth: number): void => {
+    if (typeof node === "string") return emit(node, inherited)
     if (node === null || typeof node !== "object" || depth > MAX_DEPTH) return
     const head = headOf(node)
-    let style = inherited
-    if (head !== node) walk(head, inherited, depth + 1)
-    else {
-      style = styleOf(node, inherited)
-      emit(ownText(node), codesOf(style))
+    if (head !== node) {
+      walk(head, inherited, depth + 1)
+      // An array's later elements take its first element's style, as extras do their parent's.
+      const style = head !== null && typeof head === "object" && !Array.isArray(head) ? styleOf(head, inherited) : inherited
+      for (const child of childrenOf(node)) walk(child, style, depth + 1)
+      return
     }
-    // An array's later elements take its first element's style, as extras do their parent's.
-    if (head !== node && head !== null && typeof head === "object" && !Array.isArray(head)) style = styleOf(head, inherited)
+    const style = styleOf(node, inherited)
+    emit(ownText(node), style)
     for (const child of childrenOf(node)) walk(child, style, depth + 1)
   }
   walk(component, { color: undefined, formats: new Set() }, 0)
