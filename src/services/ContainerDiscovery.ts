@@ -207,37 +207,34 @@ const run = (containers: ContainersConfig, configFile: string) =>
       { log: true }
     )
     const firstAttempt = yield* Deferred.make<void>()
-    let outage: string | undefined
+    /** The causes of the outage going on, each logged once (at the first attempt that meets it); empty when none. */
+    const outage = new Set<string>()
     let connectedBefore = false
 
     const connected = (answer: VersionAnswer, apiVersion: string) =>
       Effect.gen(function* () {
         const runtime = describeRuntime(answer, apiVersion)
         const servers = `${inventory.count()} server(s) defined by container labels (any that clash with another server are held back)`
-        if (outage !== undefined) yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${servers}`)
+        if (outage.size > 0) yield* Effect.logInfo(`container discovery: ${where} answers again (${runtime}); ${servers}`)
         else if (!connectedBefore) yield* Effect.logInfo(`container discovery: ${where} answers (${runtime}); ${servers}`)
-        outage = undefined
+        outage.clear()
         connectedBefore = true
         yield* Deferred.succeed(firstAttempt, undefined)
       })
 
-    /** The causes of the outage going on already logged: each is said once, at the first retry that meets it. */
-    const outageCauses = new Set<string>()
     const failed = (error: EngineError) =>
       Effect.gen(function* () {
-        if (outage === undefined) {
-          outageCauses.clear()
+        if (outage.size === 0) {
           yield* Effect.logWarning(
             `container discovery: ${error.reason}; keeping the ${inventory.count()} server(s) defined by container labels so far, ` +
               `trying again every ${Duration.format(containers.reconnect_delay)}`
           )
-        } else if (!outageCauses.has(error.reason)) {
+        } else if (!outage.has(error.reason)) {
           // A runtime that closed its stream may then fail in another way (a list that times out, a 500): the
           // operator needs that cause, not only the first.
           yield* Effect.logWarning(`container discovery: still failing, now: ${error.reason}`)
         }
-        outageCauses.add(error.reason)
-        outage = error.reason
+        outage.add(error.reason)
         yield* Deferred.succeed(firstAttempt, undefined)
       })
 
