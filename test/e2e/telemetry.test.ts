@@ -14,6 +14,7 @@ import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { BanStore } from "../../src/services/BanStore.js"
 import { encodeFrame } from "../../src/protocol/framing.js"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -32,27 +33,36 @@ const receiver = async (protocol: "grpc" | "http") => {
   return started
 }
 
-/** A port nothing listens on. */
-const deadPort = async (): Promise<number> => {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
-const telemetryToml = (target: OtlpReceiver, extra = "") => `
+const telemetryToml = (target: OtlpReceiver, extra = "", exportInterval = "300ms") => `
 [telemetry]
 enabled = true
 endpoint = "${target.endpoint}"
 protocol = "${target.protocol}"
 ${extra}
 [telemetry.metrics]
-export_interval = "300ms"
+export_interval = "${exportInterval}"
 [telemetry.resource]
 service_name = "portal-under-test"
 service_version = "9.9.9"
 `
+
+/** A receiver, a backend for mc.example.com, and Portal exporting to the receiver (traces at `samplingRatio`). */
+const lobbyPortal = async (options: {
+  readonly protocol: "grpc" | "http"
+  readonly workers?: number
+  readonly samplingRatio?: number
+  readonly exportInterval?: string
+  readonly hold?: boolean
+}) => {
+  const target = await receiver(options.protocol)
+  const backend = await startBackend("lobby", { hold: options.hold ?? false })
+  const traces = options.samplingRatio === undefined ? "" : `[telemetry.traces]\nsampling_ratio = ${options.samplingRatio.toFixed(2)}`
+  const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${options.workers ?? 1}\n${telemetryToml(target, traces, options.exportInterval)}`, {
+    "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+  })
+  return { target, backend, portal: await startPortal(dir.configFile) }
+}
 
 /** Joins as `username`, says something in chat once in play, then leaves. */
 const joinChatLeave = (port: number, username: string) =>
@@ -79,7 +89,7 @@ const childrenOf = (spans: ReadonlyArray<ReceivedSpan>, root: ReceivedSpan) =>
 const scriptedSession = async (workers: 1 | 2, protocol: "grpc" | "http") => {
   const target = await receiver(protocol)
   const lobby = await startBackend("lobby", { hold: true })
-  const dead = await deadPort()
+  const dead = await freePort()
   const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${workers}\nconnect_timeout = "1s"\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0")}`, {
     "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${lobby.port}"]`,
     "dead.toml": `domains = ["dead.example.com"]\naddresses = ["127.0.0.1:${dead}"]`
@@ -208,12 +218,7 @@ describe("telemetry: traces and metrics over OTLP", () => {
   it("a scripted session on two worker threads, over OTLP/gRPC", () => scriptedSession(2, "grpc"), 30_000)
 
   it("samples pings at sampling_ratio and traces every login at any ratio", async () => {
-    const target = await receiver("http")
-    const backend = await startBackend("lobby")
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 0.25")}`, {
-      "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { target, portal } = await lobbyPortal({ protocol: "http", samplingRatio: 0.25 })
     // 400 pings: a raw status request each (handshake, status request), answered from the cache.
     const handshake = encodeFrame(0x00, Buffer.concat([Buffer.from([0xfd, 0x05, 14]), Buffer.from("mc.example.com"), Buffer.from([0x63, 0xdd, 0x01])]), -1)
     const statusRequest = encodeFrame(0x00, Buffer.alloc(0), -1)
@@ -248,12 +253,7 @@ describe("telemetry: traces and metrics over OTLP", () => {
   }, 60_000)
 
   it("a 1.6 legacy ping's trace names its host, port and protocol, and the server it was answered for", async () => {
-    const target = await receiver("http")
-    const backend = await startBackend("lobby")
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0")}`, {
-      "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { target, portal } = await lobbyPortal({ protocol: "http", samplingRatio: 1 })
     expect(legacyKickText((await exchange(portal.port, [ping16("mc.example.com", 25570)])).received)?.split("\0")[3]).toBe("motd of lobby")
     await waitFor(() => rootsOf(target.store.spans).length >= 1, { timeoutMs: 10_000, what: "the ping's trace" })
     expect(rootsOf(target.store.spans)[0]!.attributes).toMatchObject({
@@ -267,14 +267,8 @@ describe("telemetry: traces and metrics over OTLP", () => {
   })
 
   it("exports what is pending as Portal stops: the last traces and metric points", async () => {
-    const target = await receiver("grpc")
-    const backend = await startBackend("lobby")
     // Metrics every minute: only the push at shutdown can bring them before the test ends.
-    const dir = makeConfigDir(
-      `bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0").replace('export_interval = "300ms"', 'export_interval = "1m"')}`,
-      { "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]` }
-    )
-    const portal = await startPortal(dir.configFile)
+    const { target, portal } = await lobbyPortal({ protocol: "grpc", samplingRatio: 1, exportInterval: "1m" })
     expect((await join(portal.port, "mc.example.com", { username: "last" }))._tag).toBe("Kicked")
     // A batch waits up to a second for more records: stopping now leaves the trace pending.
     const started = Date.now()
@@ -287,12 +281,7 @@ describe("telemetry: traces and metrics over OTLP", () => {
 
   it("sessions still open when Portal stops are ended, and their traces exported, on one thread as on workers", async () => {
     for (const workers of [1, 2]) {
-      const target = await receiver("http")
-      const backend = await startBackend("lobby", { hold: true })
-      const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${workers}\n${telemetryToml(target)}`, {
-        "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
-      })
-      const portal = await startPortal(dir.configFile)
+      const { target, backend, portal } = await lobbyPortal({ protocol: "http", workers, hold: true })
       for (const username of ["stay0", "stay1"]) expect((await join(portal.port, "mc.example.com", { username }))._tag).toBe("Joined")
       // The grace (300 ms here) runs out with both still playing: the shutdown ends them.
       await portal.stop()
@@ -307,12 +296,7 @@ describe("telemetry: traces and metrics over OTLP", () => {
   }, 40_000)
 
   it("a receiver that stops: connections go on as before, and the failure is logged once", async () => {
-    const target = await receiver("http")
-    const backend = await startBackend("lobby", { hold: true })
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 1\n${telemetryToml(target, "[telemetry.traces]\nsampling_ratio = 1.0")}`, {
-      "lobby.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { target, portal } = await lobbyPortal({ protocol: "http", samplingRatio: 1, hold: true })
     const first = await join(portal.port, "mc.example.com", { username: "before" })
     expect(first._tag).toBe("Joined")
     if (first._tag === "Joined") first.leave()

@@ -4,7 +4,7 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { Duration, Effect, Either, Layer, Logger, ManagedRuntime } from "effect"
 import { execFileSync } from "node:child_process"
 import { mkdirSync, statSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:http"
+import { createServer, type RequestListener, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -12,6 +12,7 @@ import { formatProblem } from "../../src/schema/problems.js"
 import { ConfigStore, type ConfigSnapshot } from "../../src/services/ConfigStore.js"
 import { configStoreFromFiles, loadConfiguration } from "../../src/services/config/fileStore.js"
 import { makePng } from "../helpers/png.js"
+import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { waitFor } from "../helpers/wait.js"
 
@@ -148,15 +149,19 @@ describe("forwarding secret", () => {
 describe("favicons", () => {
   let server: Server | undefined
   afterEach(() => server?.close())
+  /** An HTTP server for favicon URLs on a loopback port (closed after the test); resolves with the port. */
+  const serveHttp = async (handler: RequestListener): Promise<number> => {
+    server = createServer(handler)
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+    return (server.address() as AddressInfo).port
+  }
 
   it("accepts a PNG path, base64 PNG, data URI and an http URL, all turned into data URIs", async () => {
     const png = makePng()
-    server = createServer((req, res) => {
+    const port = await serveHttp((req, res) => {
       if (req.url === "/icon.png") res.end(png)
       else res.writeHead(404).end()
     })
-    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
-    const port = (server.address() as AddressInfo).port
     const dir = makeConfigDir(`[default_motd.online]\ntext = "hi"\nfavicon = "icons/default.png"`)
     dir.write("icons/default.png", png.toString("latin1"))
     writeFileSync(path.join(dir.root, "icons/default.png"), png)
@@ -177,15 +182,8 @@ describe("favicons", () => {
   })
 
   it("a bad favicon is a configuration error, not a crash", async () => {
-    const closed = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as AddressInfo
-        probe.close(() => resolve(port))
-      })
-    })
-    server = createServer((_, res) => res.writeHead(404).end())
-    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
-    const port = (server.address() as AddressInfo).port
+    const closed = await freePort()
+    const port = await serveHttp((_, res) => res.writeHead(404).end())
     const dir = makeConfigDir("", {
       "a.toml": [
         `addresses = ["a"]`,
@@ -213,7 +211,7 @@ describe("favicons", () => {
   it("refuses a favicon that is no regular file or too large for a server-list answer, without reading it", async () => {
     // A 64x64 PNG padded with a text chunk to 40 KB: valid, but its answer would pass the client's 32767 characters.
     const padded = Buffer.concat([makePng(), Buffer.alloc(40_000, 0x20)])
-    server = createServer((request, res) => {
+    const port = await serveHttp((request, res) => {
       if (request.url === "/endless.png") {
         // An answer that never ends: reading stops past the bound instead of holding it all.
         res.writeHead(200)
@@ -223,8 +221,6 @@ describe("favicons", () => {
       }
       res.writeHead(200).end(padded)
     })
-    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
-    const port = (server.address() as AddressInfo).port
     const dir = makeConfigDir("", {
       "a.toml": [
         `addresses = ["a"]`,
