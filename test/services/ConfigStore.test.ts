@@ -22,14 +22,17 @@ afterEach(async () => {
   for (const runtime of runtimes.splice(0)) await runtime.dispose()
 })
 
+/** A store on the files, rescanned every 30 s besides its watch; `lines` has the messages it logged. */
 const startStore = async (configFile: string) => {
+  const lines: Array<string> = []
+  const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
   const runtime = ManagedRuntime.make(
-    configStoreFromFiles({ configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform))
+    configStoreFromFiles({ configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform), Layer.provide(capture))
   )
   runtimes.push(runtime)
   const store = await runtime.runPromise(ConfigStore)
   const snapshot = () => runtime.runPromise(store.get)
-  return { runtime, store, snapshot }
+  return { runtime, store, snapshot, lines }
 }
 
 const load = (configFile: string, createSecrets = true) =>
@@ -156,6 +159,10 @@ describe("favicons", () => {
     return (server.address() as AddressInfo).port
   }
 
+  /** A server file with a MOTD table per favicon to check, the favicon in it (its state names the table). */
+  const withFavicons = (favicons: Record<string, string>) =>
+    [`addresses = ["a"]`, ...Object.entries(favicons).map(([state, favicon]) => `[motd.${state}]\ntext = "${state}"\nfavicon = "${favicon}"`)].join("\n")
+
   it("accepts a PNG path, base64 PNG, data URI and an http URL, all turned into data URIs", async () => {
     const png = makePng()
     const port = await serveHttp((req, res) => {
@@ -185,14 +192,13 @@ describe("favicons", () => {
     const closed = await freePort()
     const port = await serveHttp((_, res) => res.writeHead(404).end())
     const dir = makeConfigDir("", {
-      "a.toml": [
-        `addresses = ["a"]`,
-        `[motd.online]\ntext = "a"\nfavicon = "missing.png"`,
-        `[motd.offline]\ntext = "b"\nfavicon = "big.png"`,
-        `[motd.crashed]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/none.png"`,
-        `[motd.stopping]\ntext = "d"\nfavicon = "notpng.txt"`,
-        `[motd.sleeping]\ntext = "e"\nfavicon = "http://127.0.0.1:${closed}/gone.png"`
-      ].join("\n")
+      "a.toml": withFavicons({
+        online: "missing.png",
+        offline: "big.png",
+        crashed: `http://127.0.0.1:${port}/none.png`,
+        stopping: "notpng.txt",
+        sleeping: `http://127.0.0.1:${closed}/gone.png`
+      })
     })
     writeFileSync(path.join(dir.serversDir, "big.png"), makePng(128, 128))
     writeFileSync(path.join(dir.serversDir, "notpng.txt"), "hello")
@@ -222,15 +228,14 @@ describe("favicons", () => {
       res.writeHead(200).end(padded)
     })
     const dir = makeConfigDir("", {
-      "a.toml": [
-        `addresses = ["a"]`,
-        `[motd.online]\ntext = "a"\nfavicon = "fifo.png"`,
-        `[motd.offline]\ntext = "b"\nfavicon = "padded.png"`,
-        `[motd.crashed]\ntext = "c"\nfavicon = "http://127.0.0.1:${port}/padded.png"`,
-        `[motd.stopping]\ntext = "d"\nfavicon = "http://127.0.0.1:${port}/endless.png"`,
-        `[motd.sleeping]\ntext = "e"\nfavicon = "data:image/png;base64,${padded.toString("base64")}"`,
-        `[motd.starting]\ntext = "f"\nfavicon = "icons"`
-      ].join("\n")
+      "a.toml": withFavicons({
+        online: "fifo.png",
+        offline: "padded.png",
+        crashed: `http://127.0.0.1:${port}/padded.png`,
+        stopping: `http://127.0.0.1:${port}/endless.png`,
+        sleeping: `data:image/png;base64,${padded.toString("base64")}`,
+        starting: "icons"
+      })
     })
     execFileSync("mkfifo", [path.join(dir.serversDir, "fifo.png")])
     mkdirSync(path.join(dir.serversDir, "icons"))
@@ -287,13 +292,7 @@ describe("hot reload of servers_dir", () => {
 
   it("a servers_dir that goes away is reported once, not at every rescan, and its return is said", async () => {
     const dir = makeConfigDir("", { "lobby.toml": `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]` })
-    const lines: Array<string> = []
-    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
-    const runtime = ManagedRuntime.make(
-      configStoreFromFiles({ configFile: dir.configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform), Layer.provide(capture))
-    )
-    runtimes.push(runtime)
-    const store = await runtime.runPromise(ConfigStore)
+    const { runtime, store, lines } = await startStore(dir.configFile)
     renameSync(dir.serversDir, `${dir.serversDir}.away`)
     for (let scan = 0; scan < 3; scan += 1) await runtime.runPromise(store.rescanServers)
     expect(lines.filter((line) => /servers_dir does not exist.*keeping the servers loaded before/.test(line))).toHaveLength(1)
@@ -306,13 +305,7 @@ describe("hot reload of servers_dir", () => {
   it("a broken file put back as it was is said to be fixed, though the configuration does not change", async () => {
     const good = `domains = ["lobby.example.com"]\naddresses = ["10.0.0.1"]`
     const dir = makeConfigDir("", { "lobby.toml": good })
-    const lines: Array<string> = []
-    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
-    const runtime = ManagedRuntime.make(
-      configStoreFromFiles({ configFile: dir.configFile, pollInterval: Duration.seconds(30) }).pipe(Layer.provide(Platform), Layer.provide(capture))
-    )
-    runtimes.push(runtime)
-    const store = await runtime.runPromise(ConfigStore)
+    const { runtime, store, lines } = await startStore(dir.configFile)
     const revision = (await runtime.runPromise(store.get)).revision
     writeFileSync(path.join(dir.serversDir, "lobby.toml"), `${good}\nbroken_key = 1`)
     await runtime.runPromise(store.rescanServers)
