@@ -266,6 +266,30 @@ describe("telemetry: traces and metrics over OTLP", () => {
     })
   })
 
+  it("a connection closed before its first byte is `closed`, not an error; one gone mid-handshake is an error", async () => {
+    const { target, portal } = await lobbyPortal({ protocol: "http", samplingRatio: 1 })
+    const closeAfter = (bytes: Buffer) =>
+      new Promise<void>((resolve) => {
+        const socket = net.connect(portal.port, "127.0.0.1", () => socket.end(bytes))
+        socket.on("close", () => resolve())
+        socket.on("error", () => resolve())
+      })
+    await closeAfter(Buffer.alloc(0))
+    await waitFor(() => rootsOf(target.store.spans).length >= 1, { timeoutMs: 10_000, what: "the silent connection's trace" })
+    // A handshake frame announcing 16 bytes, and only 3 of them sent.
+    await closeAfter(Buffer.from([0x10, 0x00, 0xfd, 0x05]))
+    await waitFor(() => rootsOf(target.store.spans).length >= 2, { timeoutMs: 10_000, what: "the cut handshake's trace" })
+    const [silent, cut] = rootsOf(target.store.spans)
+    expect(silent!.attributes["portal.outcome"]).toBe("closed")
+    expect(silent!.status.code).not.toBe("STATUS_CODE_ERROR")
+    expect(cut!.attributes["portal.outcome"]).toBe("error")
+    expect(cut!.status.code).toBe("STATUS_CODE_ERROR")
+    await waitFor(() => target.store.latest("portal.connections", { "portal.outcome": "error" })?.value === 1, {
+      timeoutMs: 10_000,
+      what: "one connection counted as an error"
+    })
+  })
+
   it("exports what is pending as Portal stops: the last traces and metric points", async () => {
     // Metrics every minute: only the push at shutdown can bring them before the test ends.
     const { target, portal } = await lobbyPortal({ protocol: "grpc", samplingRatio: 1, exportInterval: "1m" })

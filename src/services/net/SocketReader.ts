@@ -10,9 +10,13 @@ import { ProtocolError } from "../../protocol/ProtocolError.js"
 import { QuietError } from "../../protocol/quietError.js"
 import { decoding } from "../../protocol/result.js"
 
-export class ConnectionClosed extends QuietError("ConnectionClosed")<{ readonly during: string }> {
+export class ConnectionClosed extends QuietError("ConnectionClosed")<{
+  readonly during: string
+  /** The peer never sent a byte: a port check or a client that gave up, not bad input. */
+  readonly silent?: boolean
+}> {
   override get message() {
-    return `connection closed during ${this.during}`
+    return this.silent === true ? `connection closed without a byte sent, waiting for ${this.during}` : `connection closed during ${this.during}`
   }
 }
 
@@ -63,6 +67,8 @@ const onReaderTimeout = (reader: SocketReader, ms: number): void => reader.timed
 export class SocketReader {
   private buffer: Buffer = Buffer.alloc(0)
   private ended = false
+  /** Whether any byte ever arrived. */
+  private heard = false
   /** The read waiting for bytes: its client, what it is for, its bound on buffered bytes, and its timer. */
   private pending: ReadClient<unknown, unknown> | undefined = undefined
   private during = ""
@@ -189,7 +195,7 @@ export class SocketReader {
         return result
       case "NeedMore":
         if (this.buffer.length > limit) return failParse(new InputTooLarge({ during, limit }))
-        if (this.ended) return failParse(new ConnectionClosed({ during }))
+        if (this.ended) return failParse(this.closedError(during))
         return undefined
     }
   }
@@ -211,8 +217,13 @@ export class SocketReader {
     return client
   }
 
+  private closedError(during: string): ConnectionClosed {
+    return new ConnectionClosed({ during, silent: !this.heard })
+  }
+
   /** Bytes from the socket. */
   private received(chunk: Buffer): void {
+    this.heard = true
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk])
     const client = this.pending
     if (client === undefined) return
@@ -227,7 +238,7 @@ export class SocketReader {
     this.ended = true
     const during = this.during
     const client = this.stop()
-    if (client !== undefined) client.readFailed(new ConnectionClosed({ during }))
+    if (client !== undefined) client.readFailed(this.closedError(during))
   }
 
   /** The waiting read's time is up (its timer, which passes the reader: no closure for it). */

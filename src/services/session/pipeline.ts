@@ -86,6 +86,8 @@ const logConnectionFailure = (cause: Cause.Cause<unknown>, connection: Connectio
   return Effect.logError("connection failed unexpectedly", cause)
 }
 
+const isSilentClose = (error: ReadError): boolean => error._tag === "ConnectionClosed" && error.silent === true
+
 export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const { clock, rateLimiter, ipFilter, bans, router, balancer, stats, tracing } = services
   const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats, tracing })
@@ -171,7 +173,10 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
 
   /** An opening that ended before its handshake: said as a connection failure would be, then closed. */
   const openingEnded = (connection: Connection, fields: ConnectionLogFields, link: Link<Socket>, end: OpeningEnd): void => {
-    if (end._tag === "Failed") {
+    if (end._tag === "Failed" && isSilentClose(end.error)) {
+      // A port check, or a client that connected and gave up: no bad input, so no failure (the trace says "closed").
+      logDebug(fields, "the client closed the connection without sending anything")
+    } else if (end._tag === "Failed") {
       stats.failed()
       const reason = end.error.message
       const trace = connection.trace
