@@ -220,7 +220,9 @@ describe("the legacy BungeeCord channel", () => {
           `[forwarding.channel_permissions]\nIP = false\nMessage = true\nKickPlayer = true\n`,
         {
           "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`,
-          "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
+          "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`,
+          // Nobody joins it: there for ServerIP, which answers its host name resolved.
+          "named.toml": `domains = ["named.example"]\naddresses = ["localhost:25999"]`
         }
       )
       const portal = await startPortal(dir.configFile, { workerLogLevel: "debug" })
@@ -244,8 +246,9 @@ describe("the legacy BungeeCord channel", () => {
       plugin.ask("GetServers")
       plugin.ask("UUID")
       plugin.ask("IP")
+      plugin.ask("ServerIP", "named")
       // Answers come in the order asked, lookups (answered by the main thread) included.
-      const [countAll, countOff, listAll, listOff, playerServer, nobodyServer, uuidOther, ipOther, servers, uuid] = await plugin.answers(10, taken)
+      const [countAll, countOff, listAll, listOff, playerServer, nobodyServer, uuidOther, ipOther, servers, uuid, serverIp] = await plugin.answers(11, taken)
       expect(readFields(countAll!, 2)).toEqual(["PlayerCount", "ALL", 2])
       expect(readFields(countOff!, 2)).toEqual(["PlayerCount", "off", 1])
       const all = readFields(listAll!)
@@ -257,8 +260,11 @@ describe("the legacy BungeeCord channel", () => {
       expect(readFields(uuidOther!)).toEqual(["UUIDOther", "Other", offlineUuid("Other").replace(/-/g, "")])
       expect(readFields(ipOther!, 3)).toEqual(["IPOther", "Other", other.localAddress, expect.any(Number)])
       expect(readFields(servers!)[0]).toBe("GetServers")
-      expect(String(readFields(servers!)[1]).split(", ").sort()).toEqual(["off", "on"])
+      expect(String(readFields(servers!)[1]).split(", ").sort()).toEqual(["named", "off", "on"])
       expect(readFields(uuid!)).toEqual(["UUID", session.account("Asker").id])
+      const [serverIpTag, serverIpName, resolved] = readFields(serverIp!, 3)
+      expect([serverIpTag, serverIpName]).toEqual(["ServerIP", "named"])
+      expect(["127.0.0.1", "::1"]).toContain(resolved)
 
       // The other way round: Other's backend connection asks about Asker, on the first worker.
       const otherTaken = { taken: 0 }
@@ -281,7 +287,7 @@ describe("the legacy BungeeCord channel", () => {
       ])
       await waitFor(() => other.client.chat.includes("hello from Asker"), { what: "the message on the other worker" })
       // Forward ALL skips the asker's own server.
-      expect(plugin.heard).toHaveLength(10)
+      expect(plugin.heard).toHaveLength(11)
 
       // IP is not permitted here: no answer, a debug line.
       await portal.waitForLog(/BungeeCord subchannel IP is not permitted/)

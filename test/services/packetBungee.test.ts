@@ -77,9 +77,15 @@ const context = (permissions: Permissions = {}, network: ChannelNetwork = localN
   countFor: (serverId) => entries.filter((entry) => entry.serverId === serverId).length,
   servers: [
     { id: "lobby", host: "10.0.0.1", port: 25565 },
-    { id: "games", host: "10.0.0.2", port: 25566 }
-  ]
+    { id: "games", host: "10.0.0.2", port: 25566 },
+    { id: "named", host: "games.internal", port: 25567 },
+    { id: "nowhere", host: "gone.internal", port: 25568 }
+  ],
+  resolve: (host, reply) => resolving.push({ host, reply })
 })
+
+/** Host names the channel asked to resolve; the test answers them. */
+const resolving: Array<{ host: string; reply: (address: string | undefined, failure?: string) => void }> = []
 
 const logs: Array<string> = []
 const log = { debug: (line: string) => logs.push(`debug ${line}`), info: (line: string) => logs.push(`info ${line}`), warning: (line: string) => logs.push(`warn ${line}`) }
@@ -88,6 +94,7 @@ const added: Array<BungeePeer> = []
 afterEach(() => {
   for (const one of added.splice(0)) liveSessions.remove(one)
   logs.length = 0
+  resolving.length = 0
 })
 const live = (one: FakePeer) => {
   liveSessions.add(one)
@@ -130,12 +137,30 @@ describe("the BungeeCord channel", () => {
     expect(fields(countAll!.data, 4)).toEqual(["PlayerCount", "ALL", 3])
     expect(fields(countLobby!.data, 4)).toEqual(["PlayerCount", "lobby", 2])
     expect(fields(list!.data)).toEqual(["PlayerList", "lobby", "Alice, Bob"])
-    expect(fields(servers!.data)).toEqual(["GetServers", "lobby, games"])
+    expect(fields(servers!.data)).toEqual(["GetServers", "lobby, games, named, nowhere"])
     expect(fields(server!.data)).toEqual(["GetServer", "lobby"])
     expect(fields(playerServer!.data)).toEqual(["GetPlayerServer", "Carol", "games"])
     expect(fields(noPlayerServer!.data)).toEqual(["GetPlayerServer", "nobody", ""])
     expect(fields(uuidOther!.data)).toEqual(["UUIDOther", "Bob", "22222222222222222222222222222222"])
     expect(fields(serverIp!.data, 2)).toEqual(["ServerIP", "games", "10.0.0.2", 25566])
+  })
+
+  it("ServerIP resolves a host name, in the order asked, and answers nothing for one that does not resolve", () => {
+    const alice = peer("Alice", "lobby")
+    ask(alice, request("ServerIP", "named"))
+    ask(alice, request("ServerIP", "lobby"))
+    ask(alice, request("ServerIP", "nowhere"))
+    ask(alice, request("ServerIP", "unknown"))
+    // The literal address waits behind the name being resolved.
+    expect(alice.sent).toEqual([])
+    expect(resolving.map((entry) => entry.host)).toEqual(["games.internal", "gone.internal"])
+    resolving[0]!.reply("10.0.0.3")
+    resolving[1]!.reply(undefined, "ENOTFOUND")
+    expect(alice.sent.map((message) => fields(message.data, 2))).toEqual([
+      ["ServerIP", "named", "10.0.0.3", 25567],
+      ["ServerIP", "lobby", "10.0.0.1", 25565]
+    ])
+    expect(logs).toContain("debug BungeeCord ServerIP not answered: gone.internal does not resolve (ENOTFOUND)")
   })
 
   it("forwards to other servers' players in their version's channel, messages and kicks players, and logs Connect once", () => {

@@ -22,6 +22,7 @@ import { encodeLoginDisconnectBody } from "../../protocol/loginPackets.js"
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RelayDataPlane } from "../Relay.js"
 import type { ChannelContext, ChannelNetwork, PacketLog, PacketStart } from "../relay/packet/PacketStart.js"
+import { resolveHost } from "../relay/packet/channelNetwork.js"
 import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
@@ -151,7 +152,8 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
             id: entry.id,
             host: entry.config.addresses[0]?.host ?? "",
             port: entry.config.addresses[0]?.port ?? 0
-          }))
+          })),
+          resolve: resolveHost
         }
       : undefined
     return {

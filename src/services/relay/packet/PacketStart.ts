@@ -95,6 +95,8 @@ export interface ChannelContext extends ChannelNetwork {
   readonly countFor: (serverId: string) => number
   /** The servers as configured when the player joined. */
   readonly servers: ReadonlyArray<ChannelServer>
+  /** A host name's address (ServerIP answers an IP, as BungeeCord does); undefined and why when it does not resolve. */
+  readonly resolve: (host: string, reply: (address: string | undefined, failure?: string) => void) => void
 }
 
 export interface PacketStart {

@@ -20,6 +20,7 @@ import {
   encodeBungeeAnswer,
   encodeBungeeForwarded
 } from "../../../protocol/bungeeChannel.js"
+import { isIP } from "node:net"
 import type { TextComponent } from "../../../protocol/text.js"
 import { stillWanted } from "./channelNetwork.js"
 import type { ChannelContext, ChannelDelivery, ChannelQuery, ChannelSession, PacketLog } from "./PacketStart.js"
@@ -187,10 +188,6 @@ const answerOf = (peer: BungeePeer, request: BungeeRequest, context: ChannelCont
       return { _tag: "GetServer", server: peer.serverId }
     case "UUID":
       return { _tag: "UUID", uuid: peer.uuid }
-    case "ServerIP": {
-      const server = context.servers.find((entry) => entry.id === request.server)
-      return server === undefined ? undefined : { _tag: "ServerIP", server: server.id, ip: server.host, port: server.port }
-    }
     default:
       return undefined
   }
@@ -312,6 +309,25 @@ const encoded = (request: BungeeRequest, answer: BungeeAnswer, log: PacketLog): 
   return result.data
 }
 
+/** ServerIP: the server's first address, its host name resolved (BungeeCord answers the address it resolved). */
+const answerServerIp = (peer: BungeePeer, channel: string, serverId: string, context: ChannelContext, log: PacketLog): void => {
+  const server = context.servers.find((entry) => entry.id === serverId)
+  if (server === undefined) return
+  const answerWith = (ip: string) => encoded({ _tag: "ServerIP", server: serverId }, { _tag: "ServerIP", server: server.id, ip, port: server.port }, log)
+  if (isIP(server.host) !== 0) {
+    const bytes = answerWith(server.host)
+    if (bytes !== undefined) answers.now(peer, () => peer.sendToBackend(channel, bytes))
+    return
+  }
+  const settle = answers.later(peer)
+  if (settle === undefined) return log.debug(`BungeeCord ServerIP dropped: ${MAX_WAITING_LOOKUPS} lookups of this connection are waiting for their answers`)
+  context.resolve(server.host, (address, failure) => {
+    if (address === undefined) log.debug(`BungeeCord ServerIP not answered: ${server.host} does not resolve (${failure ?? "no address"})`)
+    const bytes = address === undefined ? undefined : answerWith(address)
+    settle(bytes === undefined ? undefined : () => peer.sendToBackend(channel, bytes))
+  })
+}
+
 /** Handles one request a backend sent on the BungeeCord channel `channel` through `peer`'s connection. */
 export const handleBungeeRequest = (peer: BungeePeer, channel: string, data: Buffer, context: ChannelContext, log: PacketLog): void => {
   const decoded = decodeBungeeRequest(data)
@@ -331,6 +347,7 @@ export const handleBungeeRequest = (peer: BungeePeer, channel: string, data: Buf
       settle(bytes === undefined ? undefined : () => peer.sendToBackend(channel, bytes))
     })
   }
+  if (request._tag === "ServerIP") return answerServerIp(peer, channel, request.server, context, log)
   const answer = answerOf(peer, request, context)
   if (answer === undefined) return act(peer, request, context, log)
   const bytes = encoded(request, answer, log)

@@ -3,6 +3,7 @@
  * worker threads on the main thread (whose registry lists every worker's sessions) when a worker asks; and what of
  * a delivery is left for other threads once one has delivered it to its own players.
  */
+import { lookup } from "node:dns"
 import type { ChannelDelivery, ChannelNetwork, ChannelQuery, ChannelSession } from "./PacketStart.js"
 
 /** The sessions `query` selects, as the channel reads them (plain data: they may cross to another thread). */
@@ -42,3 +43,7 @@ export const stillWanted = (delivery: ChannelDelivery, reached: ReadonlyArray<st
       return reached.length > 0 ? undefined : delivery
   }
 }
+
+/** A host name's first address from the system resolver (what the backends are dialled through too). */
+export const resolveHost = (host: string, reply: (address: string | undefined, failure?: string) => void): void =>
+  lookup(host, (error, address) => (error === null ? reply(address) : reply(undefined, error.code ?? error.message)))
