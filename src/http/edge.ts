@@ -9,6 +9,7 @@ import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -108,6 +109,54 @@ const failureResponse = (request: HttpServerRequest.HttpServerRequest, cause: Ca
   )
 }
 
+/**
+ * A streamed body read whole, or undefined once it goes past MAX_BODY_BYTES: the rest is left unread (not destroyed),
+ * and the answer's `connection: close` ends the connection once the 413 is out.
+ */
+const readBoundedBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.async<Buffer | undefined, Error>((resume) => {
+    const message = NodeHttpServerRequest.toIncomingMessage(request)
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const stop = () => {
+      message.off("data", onData)
+      message.off("end", onEnd)
+      message.off("error", onError)
+      message.off("close", onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= MAX_BODY_BYTES) return void chunks.push(chunk)
+      stop()
+      message.pause()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      stop()
+      resume(Effect.succeed(Buffer.concat(chunks)))
+    }
+    const onError = (error: Error) => {
+      stop()
+      resume(Effect.fail(error))
+    }
+    const onClose = () => onError(new Error("the connection closed before the body ended"))
+    message.on("data", onData)
+    message.once("end", onEnd)
+    message.once("error", onError)
+    message.once("close", onClose)
+    return Effect.sync(stop)
+  })
+
+/** The request with its body already read: the router reads it from here. */
+const withBody = (request: HttpServerRequest.HttpServerRequest, body: Buffer) => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (name !== "transfer-encoding" && name !== "connection" && name !== "keep-alive") headers.set(name, value)
+  }
+  const replaced = HttpServerRequest.fromWeb(new Request(`http://portal${request.url}`, { method: request.method, headers, body }))
+  return Option.match(request.remoteAddress, { onNone: () => replaced, onSome: (remoteAddress) => replaced.modify({ remoteAddress }) })
+}
+
 export const makeEdge = (options: EdgeOptions) => {
   const allowedOrigins = new Set(options.corsOrigins)
 
@@ -166,7 +215,16 @@ export const makeEdge = (options: EdgeOptions) => {
       if (request.method === "POST" && hasBody && mediaType !== "" && mediaType !== "application/json" && JSON_ROUTES.some((route) => route.test(pathname))) {
         return finish(jsonError(415, errorBody("unsupported_media_type", `send the body as application/json, not ${mediaType}`)))
       }
-      const answered = yield* app.pipe(
+      // A body without a declared length (chunked) is read here, within the bound: past it, the platform's reader
+      // would destroy the connection instead of letting the 413 out.
+      const streamed = hasBody && request.headers["content-length"] === undefined && request.method !== "GET" && request.method !== "HEAD"
+      const bodied = streamed ? yield* Effect.either(readBoundedBody(request)) : undefined
+      if (bodied?._tag === "Right" && bodied.right === undefined) {
+        return finish(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`), { connection: "close" }))
+      }
+      if (bodied?._tag === "Left") return finish(jsonError(400, errorBody("bad_request", `cannot read the request: ${bodied.left.message}`)))
+      const served = bodied === undefined ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, bodied.right!))
+      const answered = yield* served.pipe(
         HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
         Effect.catchAllCause((cause) => failureResponse(request, cause))
       )

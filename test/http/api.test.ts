@@ -266,6 +266,27 @@ describe("errors", () => {
       status: 413,
       body: { error: { code: "payload_too_large" } }
     })
+    // Without a declared length (chunked): the same 413 past the bound, and a body within it is read as any other.
+    const chunked = (text: string, chunks: number): RequestInit =>
+      ({
+        method: "PUT",
+        headers: TOML,
+        duplex: "half",
+        body: new ReadableStream({
+          start(controller) {
+            for (let i = 0; i < chunks; i++) controller.enqueue(new TextEncoder().encode(text))
+            controller.close()
+          }
+        })
+      }) as RequestInit
+    expect(await body(await web.request("/api/v1/servers/main", chunked("#".repeat(64 * 1024), 6)))).toMatchObject({
+      status: 413,
+      body: { error: { code: "payload_too_large" } }
+    })
+    expect(readFileSync(path.join(web.dir.serversDir, "main.toml"), "utf8")).toBe(serverFile(1))
+    const streamedFile = serverFile(2, "chunked.example.com")
+    expect((await web.request("/api/v1/servers/streamed", chunked(streamedFile, 1))).status).toBe(200)
+    expect(readFileSync(path.join(web.dir.serversDir, "streamed.toml"), "utf8")).toBe(streamedFile)
     // A path that would name a file elsewhere is refused, and nothing is written.
     const escape = await body(await web.request("/api/v1/servers/..%2Fproxy", { method: "PUT", headers: TOML, body: serverFile(1, "x.example.com") }))
     expect(escape.status).toBe(400)
