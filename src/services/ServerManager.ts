@@ -288,12 +288,25 @@ const make = (options: ServerManagerOptions) =>
             Effect.map(Option.isSome)
           )
 
+    /**
+     * The entry of a server the configuration gives a `[server_manager]` that a reload has not tracked yet: its
+     * provider's first answer (a panel's may take seconds) is awaited, up to `millis`.
+     */
+    const untracked = (serverId: string, millis: number) =>
+      Effect.gen(function* () {
+        const snapshot = yield* store.get
+        if (snapshot.servers.get(serverId)?.config.server_manager === undefined || millis <= 0) return undefined
+        yield* caughtUp(snapshot.revision).pipe(Effect.timeoutOption(Duration.millis(millis)))
+        return entries.get(serverId)
+      })
+
     const ensureOnline = (serverId: string): Effect.Effect<EnsureResult> =>
       Effect.gen(function* () {
-        let entry = entries.get(serverId)
-        if (entry === undefined) return ONLINE
         const deadline = (yield* monotonicMillis) + Duration.toMillis(wakeWait)
         const remaining = Effect.map(monotonicMillis, (now) => deadline - now)
+        // A server a reload has just added is woken like any other once tracked, not dialed as if it had no manager.
+        let entry = entries.get(serverId) ?? (yield* untracked(serverId, yield* remaining))
+        if (entry === undefined) return ONLINE
         // One start per call at most: a start that fails is reported, not retried in a loop.
         let startSeen = false
         for (;;) {
@@ -463,6 +476,13 @@ const make = (options: ServerManagerOptions) =>
       ).pipe(Effect.zipRight(PubSub.shutdown(hub)))
     )
 
+    /** Waits until the managed servers match configuration `revision` (or a later one). */
+    const caughtUp = (revision: number): Effect.Effect<void> =>
+      reconciled.changes.pipe(
+        Stream.takeUntil((done) => done >= revision),
+        Stream.runDrain
+      )
+
     yield* reconcile(yield* store.get)
     yield* Stream.runForEach(store.changes, reconcile).pipe(Effect.forkScoped)
 
@@ -526,11 +546,7 @@ const make = (options: ServerManagerOptions) =>
        * Waits until the managed servers match configuration `revision` (or a later one): a server added with a
        * `[server_manager]` is tracked, with its first state, once this returns.
        */
-      caughtUp: (revision: number): Effect.Effect<void> =>
-        reconciled.changes.pipe(
-          Stream.takeUntil((done) => done >= revision),
-          Stream.runDrain
-        )
+      caughtUp
     }
   })
 

@@ -8,7 +8,7 @@ import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
-import { startFakePanel } from "../peers/fakePanel.js"
+import { type FakePanel, startFakePanel } from "../peers/fakePanel.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 
 const LOCAL_SERVER = path.resolve("test/peers/localServer.mjs")
@@ -134,7 +134,38 @@ describe("local server manager", () => {
   }, 20_000)
 })
 
+/** A server file for p.example.com managed by `panel`, polled every 100 ms. */
+const panelServerFile = (panel: FakePanel, port: number, extra = "") =>
+  [
+    `domains = ["p.example.com"]`,
+    `addresses = ["127.0.0.1:${port}"]`,
+    `[server_manager]`,
+    `type = "panel"`,
+    `api_url = "${panel.url}"`,
+    `api_key = "${panel.apiKey}"`,
+    `server_id = "${panel.serverId}"`,
+    `poll_interval = "100ms"`,
+    extra
+  ].join("\n")
+
 describe("panel server manager", () => {
+  it("a join to a server a reload has just added waits for its manager's first answer, then wakes it", async () => {
+    const port = await freePort()
+    const panel = await startFakePanel({ startMs: 300 })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`)
+    const portal = await startPortal(dir.configFile)
+    panel.failure = { _tag: "Slow", delayMs: 1500 }
+    dir.write("servers/p.toml", panelServerFile(panel, port))
+    await portal.waitForLog(/servers reloaded: added p/)
+    const pending = join(portal.port, "p.example.com", { timeoutMs: 15_000 })
+    panel.failure = { _tag: "None" }
+    // The backend comes up once the panel was asked to start it: a join dialed at once would find nothing.
+    await waitFor(() => panel.signals.includes("start"), { timeoutMs: 8000, what: `a start signal\n${portal.logs.join("\n")}` })
+    await startBackend("p", { hold: true, port })
+    expect((await pending)._tag).toBe("Joined")
+    await portal.waitForLog(/p: sleeping -> starting \(a player is joining\)/)
+  }, 30_000)
+
   it("concurrent joins send one start signal; the players get in once the panel says running", async () => {
     const backend = await startBackend("panel-backed", { hold: true })
     const panel = await startFakePanel({ startMs: 600 })

@@ -117,7 +117,8 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
     traceAdmission(trace, "admitted")
-    if (!manager.dataPlane.manages(server.id)) return Effect.succeed(admitted)
+    // A `[server_manager]` that a reload has just added is not tracked until its first state is known: the join waits.
+    if (!manager.dataPlane.manages(server.id) && server.config.server_manager === undefined) return Effect.succeed(admitted)
     if (trace !== undefined) trace.wakeStart = performance.now()
     return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
       traceWake(trace, wake._tag === "Online" ? "online" : wake._tag === "Starting" ? "starting" : wake.state)
