@@ -107,9 +107,23 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
         return semaphore
       })
 
+    /**
+     * Why failed probes of `server` are expected, or undefined when they are news: a managed server that is not meant
+     * to be up (sleeping, starting, stopped), or one a reload has just added whose manager has not reported yet.
+     */
+    const expectedDown = (server: ServerDefinition): string | undefined => {
+      if (Option.isNone(manager)) return undefined
+      const plane = manager.value.dataPlane
+      if (!plane.manages(server.id)) return server.config.server_manager === undefined ? undefined : "its server manager has not reported yet"
+      const state = plane.stateOf(server.id)
+      return state === "online" ? undefined : `the server is ${state}`
+    }
+
     const loop = (server: ServerDefinition, address: BackendAddress, settings: ActiveHealth, limit: Effect.Semaphore) =>
       Effect.gen(function* () {
         let healthy = true
+        // Whether the last "down" was a warning: coming back after an expected outage (a wake) is not news either.
+        let warned = false
         const name = `${server.id} ${formatHostPort(address)}`
         for (;;) {
           const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.exit)
@@ -118,14 +132,13 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
             const change: HealthChange = Exit.isSuccess(result)
               ? { serverId: server.id, address: formatHostPort(address), healthy: true }
               : { serverId: server.id, address: formatHostPort(address), healthy: false, reason: failureOf(result.cause) }
-            // A managed server that is not meant to be up (sleeping, starting, stopped) fails its probes as expected:
-            // a debug line, not a warning each time it sleeps.
-            const state = Option.match(manager, { onNone: () => "online" as const, onSome: (service) => service.dataPlane.stateOf(server.id) })
-            yield* change.healthy
-              ? Effect.logInfo(`health: ${name} is up again`)
-              : state === "online"
-                ? Effect.logWarning(`health: ${name} is down (${change.reason})`)
-                : Effect.logDebug(`health: ${name} is down (${change.reason}); the server is ${state}`)
+            // A managed server that is not meant to be up fails its probes as expected: a debug line, not a warning
+            // each time it sleeps, nor an "up again" each time it wakes.
+            const expected = change.healthy ? undefined : expectedDown(server)
+            if (change.healthy) yield* warned ? Effect.logInfo(`health: ${name} is up again`) : Effect.logDebug(`health: ${name} is up again`)
+            else if (expected === undefined) yield* Effect.logWarning(`health: ${name} is down (${change.reason})`)
+            else yield* Effect.logDebug(`health: ${name} is down (${change.reason}); ${expected}`)
+            warned = !change.healthy && expected === undefined
             yield* PubSub.publish(changes, change)
           }
           healthy = nowHealthy
