@@ -194,10 +194,8 @@ const make = (options: ServerManagerOptions) =>
           progressed: next.progressed,
           since: changed ? now : before.since
         })
-        if (!changed) {
-          if (next.state === "offline" && next.reason !== before.reason) yield* Effect.logInfo(`still offline: ${next.reason}`)
-          return false
-        }
+        // An offline server whose problem changed stays offline: the provider has logged the new problem already.
+        if (!changed) return false
         yield* Effect.logInfo(`${entry.id}: ${before.state} -> ${next.state} (${next.reason})`)
         yield* PubSub.publish(hub, { serverId: entry.id, from: before.state, to: next.state, at: now, reason: next.reason })
         if (next.state === "online" && balancer !== undefined) {

@@ -335,6 +335,18 @@ ${extra}`
     await harness.waitState("lobby", "online")
   })
 
+  it("a problem that changes while the server is offline is logged once, not again by the state machine", async () => {
+    const panel = await startFakePanel({ state: "running" })
+    const harness = await startManager({ lobby: panelServer(panel.url, panel.apiKey, panel.serverId) })
+    panel.failure = { _tag: "Error", status: 500 }
+    await harness.waitLog(/lobby: online -> offline \(the panel API answered HTTP 500/)
+    panel.failure = { _tag: "Error", status: 502 }
+    await harness.waitLog(/WARN the panel API answered HTTP 502/)
+    panel.failure = { _tag: "None" }
+    await harness.waitState("lobby", "online")
+    expect(harness.logs.filter((line) => /HTTP 502/.test(line))).toHaveLength(1)
+  })
+
   it("a slow API counts as unreachable after the request timeout", async () => {
     const panel = await startFakePanel({ state: "running" })
     const harness = await startManager({ lobby: panelServer(panel.url, panel.apiKey, panel.serverId) }, { requestTimeout: "300 millis" })
