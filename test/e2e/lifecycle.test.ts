@@ -183,19 +183,7 @@ describe("panel server manager", () => {
   it("concurrent joins send one start signal; the players get in once the panel says running", async () => {
     const backend = await startBackend("panel-backed", { hold: true })
     const panel = await startFakePanel({ startMs: 600 })
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {
-      "p.toml": [
-        `domains = ["p.example.com"]`,
-        `addresses = ["127.0.0.1:${backend.port}"]`,
-        `[server_manager]`,
-        `type = "panel"`,
-        `api_url = "${panel.url}"`,
-        `api_key = "${panel.apiKey}"`,
-        `server_id = "${panel.serverId}"`,
-        `poll_interval = "100ms"`,
-        `shutdown_after = "1s"`
-      ].join("\n")
-    })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "p.toml": panelServerFile(panel, backend.port, `shutdown_after = "1s"`) })
     const portal = await startPortal(dir.configFile)
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => join(portal.port, "p.example.com", { username: `q${i}`, timeoutMs: 15_000 })))
     expect(results.map((result) => result._tag)).toEqual(Array(4).fill("Joined"))
