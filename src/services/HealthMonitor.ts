@@ -129,16 +129,17 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
           const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.exit)
           const nowHealthy = Exit.isSuccess(result)
           if (nowHealthy !== healthy) {
-            const change: HealthChange = Exit.isSuccess(result)
-              ? { serverId: server.id, address: formatHostPort(address), healthy: true }
-              : { serverId: server.id, address: formatHostPort(address), healthy: false, reason: failureOf(result.cause) }
             // A managed server that is not meant to be up fails its probes as expected: a debug line, not a warning
-            // each time it sleeps, nor an "up again" each time it wakes.
-            const expected = change.healthy ? undefined : expectedDown(server)
-            if (change.healthy) yield* warned ? Effect.logInfo(`health: ${name} is up again`) : Effect.logDebug(`health: ${name} is up again`)
-            else if (expected === undefined) yield* Effect.logWarning(`health: ${name} is down (${change.reason})`)
-            else yield* Effect.logDebug(`health: ${name} is down (${change.reason}); ${expected}`)
-            warned = !change.healthy && expected === undefined
+            // each time it sleeps, nor an "up again" each time it wakes; the event says why it was expected.
+            const expected = nowHealthy ? undefined : expectedDown(server)
+            const failure = Exit.isSuccess(result) ? "" : failureOf(result.cause)
+            const change: HealthChange = nowHealthy
+              ? { serverId: server.id, address: formatHostPort(address), healthy: true }
+              : { serverId: server.id, address: formatHostPort(address), healthy: false, reason: expected === undefined ? failure : `${failure}; ${expected}` }
+            if (nowHealthy) yield* warned ? Effect.logInfo(`health: ${name} is up again`) : Effect.logDebug(`health: ${name} is up again`)
+            else if (expected === undefined) yield* Effect.logWarning(`health: ${name} is down (${failure})`)
+            else yield* Effect.logDebug(`health: ${name} is down (${failure}); ${expected}`)
+            warned = !nowHealthy && expected === undefined
             yield* PubSub.publish(changes, change)
           }
           healthy = nowHealthy

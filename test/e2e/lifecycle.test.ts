@@ -2,12 +2,14 @@
  * Server lifecycle through the proxy with real peers: a `local` server that is a real child process running a
  * minecraft-protocol server, and a fake hosting panel as a real HTTP server. Short real durations throughout.
  */
+import { Effect, Stream } from "effect"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
+import { type HealthChange, HealthMonitor } from "../../src/services/HealthMonitor.js"
 import { type FakePanel, startFakePanel } from "../peers/fakePanel.js"
 import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 
@@ -72,9 +74,18 @@ describe("local server manager", () => {
     expect(joined._tag).toBe("Joined")
     // Back up after a wake is no news either: the outage before it was expected.
     await portal.waitForLog(/DEBUG health: local 127\.0\.0\.1:\d+ is up again/, 5000)
+    // The health events (the admin API's backend.health) say why the outage was expected.
+    const events: Array<HealthChange> = []
+    await portal.run(
+      Effect.flatMap(HealthMonitor, (monitor) =>
+        Effect.forkDaemon(Effect.scoped(Effect.flatMap(monitor.subscribe, (changes) => Stream.runForEach(changes, (change) => Effect.sync(() => events.push(change))))))
+      )
+    )
     if (joined._tag === "Joined") joined.leave()
     await portal.waitForLog(/local: stopping -> sleeping/, 8000)
     await waitFor(() => portal.logs.filter((line) => /health: local .* is down/.test(line)).length >= 2, { what: "the probe failing again once asleep" })
+    await waitFor(() => events.some((event) => !event.healthy), { what: "the health event of the outage" })
+    expect(events.find((event) => !event.healthy)?.reason).toMatch(/; the server is (stopping|sleeping)$/)
     expect(downWarnings()).toEqual([])
     expect(portal.logs.filter((line) => /^INFO health: local/.test(line))).toEqual([])
   }, 30_000)
