@@ -9,6 +9,7 @@ import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { MAX_PENDING_HANDSHAKES, RateLimiter } from "../../src/services/RateLimiter.js"
+import { BURST } from "../../src/services/log/refusalLines.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
@@ -49,6 +50,18 @@ describe("[rate_limit]", () => {
     }
     expect(results).toEqual(["ok", "ok", "ok", "closed", "closed"])
     expect(backend.handshakes).toHaveLength(3)
+  })
+  it("a flood of logins over the limit is a burst of info lines and a count, not a line per attempt", async () => {
+    // One thread: its debug lines reach the captured log (a worker's are filtered there by default).
+    const { portal, backend } = await setup(`worker_threads = 1\n[rate_limit]\nenabled = true\nmax_connections = 1\nwindow = "1m"`)
+    // A login handshake for mc.example.com, then a FIN: no Login Start.
+    const login = Buffer.concat([from("203.0.113.3"), Buffer.from("1500fe050e6d632e6578616d706c652e636f6d63dd02", "hex")])
+    for (let i = 0; i < 40; i++) await exchange(portal.port, [login], { end: true })
+    const refusals = portal.logs.filter((line) => line.includes("login over [rate_limit] refused"))
+    // Every refusal is still logged, past the burst at debug level.
+    expect(refusals).toHaveLength(39)
+    expect(refusals.filter((line) => !line.startsWith("DEBUG"))).toHaveLength(BURST)
+    expect(backend.handshakes).toHaveLength(0)
   })
 })
 

@@ -19,6 +19,7 @@ import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
+import type { RefusalLines } from "../log/refusalLines.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import { disconnect, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
@@ -35,6 +36,7 @@ export interface AdmissionServices {
   readonly manager: Pick<ServerManager, "dataPlane" | "ensureOnline">
   readonly clock: Clock.Clock
   readonly stats: StatsDataPlane
+  readonly refusals: RefusalLines
 }
 
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
@@ -63,12 +65,20 @@ const traceWake = (trace: ConnectionTrace | undefined, result: string): void => 
   trace.wake = result
 }
 
-export const makeAdmission = ({ bans, registry, manager, clock, stats }: AdmissionServices): AdmissionPhase => {
-  const refused = (socket: Socket, log: Effect.Effect<void>, message: string, reason: RejectReason, trace: ConnectionTrace | undefined) => {
+export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals }: AdmissionServices): AdmissionPhase => {
+  /** `line` at `level`, while few refusals for `reason` come (log/refusalLines.ts). */
+  const refused = (
+    socket: Socket,
+    level: "info" | "warning",
+    line: string,
+    message: string,
+    reason: RejectReason,
+    trace: ConnectionTrace | undefined
+  ) => {
     stats.rejected(reason)
     traceAdmission(trace, reason)
     traceRefusal(trace, reason)
-    return Effect.as(Effect.zipRight(log, disconnect(socket, message)), undefined)
+    return Effect.as(Effect.zipRight(refusals.say(reason, level, line), disconnect(socket, message)), undefined)
   }
 
   const admit = (route: LoginRoute, start: Admitted["start"]): Effect.Effect<Admitted | undefined> => {
@@ -87,15 +97,15 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
     const now = clock.unsafeCurrentTimeMillis()
     const playerBan = bans.playerBan({ name: player.name, uuid }, now)
     if (playerBan !== undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: banned (${playerBan.reason})`), banMessage(playerBan, Math.floor(now / 1000)), "banned", trace)
+      return refused(client, "info", `refused ${who}: banned (${playerBan.reason})`, banMessage(playerBan, Math.floor(now / 1000)), "banned", trace)
     }
     if (forwardingModeOf(server, snapshot.global) === "modern") {
       // Modern forwarding answers a login plugin request, which only a packet mode reads and only 1.13+ has.
       if (!isPacketMode(server)) {
-        return refused(client, Effect.logWarning(`refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`), MESSAGES.forwardingUnavailable, "unavailable", trace)
+        return refused(client, "warning", `refused ${who}: modern forwarding needs a packet proxy mode (offline or client_only)`, MESSAGES.forwardingUnavailable, "unavailable", trace)
       }
       if (opened.opening.handshake.protocolVersion < MODERN_FORWARDING_MIN_PROTOCOL) {
-        return refused(client, Effect.logInfo(`refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`), MESSAGES.modernNeeds113, "unavailable", trace)
+        return refused(client, "info", `refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`, MESSAGES.modernNeeds113, "unavailable", trace)
       }
     }
     const lease = registry.admit(
@@ -112,7 +122,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       now
     )
     if (lease === undefined) {
-      return refused(client, Effect.logInfo(`refused ${who}: ${server.id} is full (${server.config.max_players} players)`), MESSAGES.serverFull, "server_full", trace)
+      return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} players)`, MESSAGES.serverFull, "server_full", trace)
     }
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
@@ -125,11 +135,12 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()
       if (wake._tag === "Starting") {
-        return refused(client, Effect.logInfo(`${who} asked to rejoin: ${server.id} is still starting`), MESSAGES.starting, "unavailable", trace)
+        return refused(client, "info", `${who} asked to rejoin: ${server.id} is still starting`, MESSAGES.starting, "unavailable", trace)
       }
       return refused(
         client,
-        Effect.logWarning(`${who} could not join ${server.id}: ${wake.state} (${wake.reason})`),
+        "warning",
+        `${who} could not join ${server.id}: ${wake.state} (${wake.reason})`,
         server.config.disconnect_message,
         "unavailable",
         trace
@@ -145,7 +156,8 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
       route.opened.slot()
       return refused(
         route.opened.connection.socket,
-        Effect.logInfo(`refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`),
+        "info",
+        `refused a login to ${route.server.id}: protocol version ${protocolVersion} is not supported by the packet modes`,
         MESSAGES.unsupportedVersion(supportedRangeText()),
         "unavailable",
         trace
@@ -161,7 +173,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats }: Admissi
         Effect.catchAll((error) => {
           // The handshake place is free while the Disconnect is flushed (a client that does not read holds it 2 s).
           route.opened.slot()
-          return tellLoginReadFailure(route.opened.connection.socket)(error)
+          return tellLoginReadFailure(route.opened.connection.socket, refusals)(error)
         })
       ),
       (start) => admit(route, start)

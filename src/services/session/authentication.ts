@@ -43,6 +43,7 @@ import type { BanDataPlane } from "../BanStore.js"
 import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
+import type { RefusalLines } from "../log/refusalLines.js"
 import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
@@ -86,6 +87,7 @@ export interface AuthenticationServices {
   readonly clock: Clock.Clock
   /** The session service's base URL (`PORTAL_SESSION_SERVER`, else Mojang's). */
   readonly sessionServer: string
+  readonly refusals: RefusalLines
   readonly timeoutMs?: number
 }
 
@@ -188,7 +190,7 @@ const traceVerdict = (trace: ConnectionTrace | undefined, verdict: "authenticate
 const encryptedDisconnect = (socket: Socket, encrypt: StreamCipher, message: string): Effect.Effect<void> =>
   Effect.suspend(() => closeWith(socket, encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
 
-export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SESSION_SERVICE_TIMEOUT_MS }: AuthenticationServices): AuthenticationPhase => {
+export const makeAuthentication = ({ bans, clock, sessionServer, refusals, timeoutMs = SESSION_SERVICE_TIMEOUT_MS }: AuthenticationServices): AuthenticationPhase => {
   const afterEncryption = (admitted: Admitted, secret: Buffer, keyPair: ServerKeyPair): Effect.Effect<Admitted | undefined> => {
     const { opened } = admitted.route
     const client = opened.connection.socket
@@ -265,7 +267,7 @@ export const makeAuthentication = ({ bans, clock, sessionServer, timeoutMs = SES
       const response = decodeEncryptionResponseBody(buffer.subarray(frame.bodyStart, frame.end), protocolVersion)
       if (response._tag === "Invalid") return failWith(response.reason)
       return done(response.value, frame.end)
-    }).pipe(Effect.catchAll(tellLoginReadFailure(client)))
+    }).pipe(Effect.catchAll(tellLoginReadFailure(client, refusals)))
     return Effect.flatMap(read, (response): Effect.Effect<Admitted | undefined> => {
       const secret = decryptSharedSecret(keyPair.privateKey, response.sharedSecret)
       if (secret._tag === "Invalid") {

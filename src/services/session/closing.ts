@@ -7,6 +7,7 @@ import type { Socket } from "node:net"
 import { NEXT_STATE_STATUS } from "../../protocol/handshake.js"
 import { encodeLegacyKick } from "../../protocol/legacy.js"
 import { encodeLoginDisconnect } from "../../protocol/login.js"
+import type { RefusalLines } from "../log/refusalLines.js"
 import type { ReadError } from "../net/SocketReader.js"
 import { MESSAGES } from "./messages.js"
 import type { SettledOpening } from "./phases.js"
@@ -62,18 +63,19 @@ export const refuse = (socket: Socket, opening: SettledOpening, message: string)
 /**
  * A read in the login state that failed (Login Start, Encryption Response), told to the player where the protocol
  * allows: a malformed or oversized packet gets the bad-packet Disconnect (and a warning with the reason), too
- * long a wait "took too long to log in"; a player that left gets nothing. The failure goes on, for the pipeline to
+ * long a wait "took too long to log in"; a player that left gets nothing. The warning is bounded like every refused
+ * login's line (log/refusalLines.ts): garbage sent after a handshake costs an attacker nothing. The failure goes on, for the pipeline to
  * count and trace. The Disconnect is plain: a client that sent a malformed Encryption Response cannot be told in
  * its cipher, whose secret Portal could not read.
  */
-export const tellLoginReadFailure = (socket: Socket) => (error: ReadError): Effect.Effect<never, ReadError> => {
+export const tellLoginReadFailure = (socket: Socket, refusals: RefusalLines) => (error: ReadError): Effect.Effect<never, ReadError> => {
   switch (error._tag) {
     case "ConnectionClosed":
       return Effect.fail(error)
     case "ReadTimeout":
       return Effect.zipRight(disconnect(socket, MESSAGES.loginTooSlow), Effect.fail(error))
     default:
-      return Effect.logWarning(`refused a login: the client sent a packet the proxy could not read (${error.message})`).pipe(
+      return refusals.say("bad_packet", "warning", `refused a login: the client sent a packet the proxy could not read (${error.message})`).pipe(
         Effect.zipRight(disconnect(socket, MESSAGES.badPacket)),
         Effect.zipRight(Effect.fail(error))
       )

@@ -27,9 +27,10 @@ import type { BanDataPlane } from "../BanStore.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import type { ConnectionLogFields } from "../log/connectionFields.js"
+import type { RefusalLines } from "../log/refusalLines.js"
 import { done, failWith, needMore, type Parse, type ReadClient, type ReadError, SocketReader } from "../net/SocketReader.js"
 import type { HandshakeOwner, RateLimiterDataPlane } from "../RateLimiter.js"
-import type { HandshakeKind, StatsDataPlane } from "../Stats.js"
+import type { HandshakeKind, RejectReason, StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { closeWith, refuse } from "./closing.js"
 import { type Connection, noRelease, normaliseIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
@@ -82,6 +83,7 @@ export interface OpeningServices {
   readonly clock: Clock.Clock
   readonly stats: StatsDataPlane
   readonly tracing: TracingDataPlane | undefined
+  readonly refusals: RefusalLines
 }
 
 /** The opening's reads done: the client, its handshake slot, its first bytes, and what the filter and bans say. */
@@ -132,11 +134,12 @@ const kindOf = (opening: SettledOpening): HandshakeKind =>
   opening._tag === "Modern" ? (opening.handshake.nextState === NEXT_STATE_STATUS ? "status" : "login") : opening._tag === "LegacyPing" ? "legacy_status" : "login"
 
 /**
- * A refused login is worth an info line; a refused ping only a debug one: pings are what a banned or filtered address
- * can send without end, and each would otherwise add a line to the log (the stats count them all the same).
+ * A refused login is worth an info line (while few come: log/refusalLines.ts); a refused ping only a debug one: pings
+ * are what a banned or filtered address can send without end, and each would otherwise add a line to the log (the
+ * stats count them all the same).
  */
-const logRefusal = (opening: SettledOpening, message: string): Effect.Effect<void> =>
-  kindOf(opening) === "login" ? Effect.logInfo(message) : Effect.logDebug(message)
+const logRefusal = (lines: RefusalLines, opening: SettledOpening, reason: RejectReason, message: string): Effect.Effect<void> =>
+  kindOf(opening) === "login" ? lines.say(reason, "info", message) : Effect.logDebug(message)
 
 /** A connection refused or evicted for the handshake flood bound: counted, and its trace says why. */
 const countFloodRefusal = (stats: StatsDataPlane, trace: ConnectionTrace | undefined): void => {
@@ -289,7 +292,7 @@ class OpeningRead implements ReadClient<ProxyHeader | Opening, ProtocolError>, H
 }
 
 export const makeOpening = (services: OpeningServices): OpeningPhase => {
-  const { clock, stats, tracing } = services
+  const { clock, stats, tracing, refusals } = services
   /**
    * What the handshake says, counted, and on the trace: every login is traced, so one that was not sampled at the
    * connection's start gets its record now.
@@ -331,13 +334,13 @@ export const makeOpening = (services: OpeningServices): OpeningPhase => {
     if (!arrived.globallyAllowed) {
       stats.rejected("ip_filter")
       traceRefusal(connection.trace, "ip_filter")
-      refusal = Effect.zipRight(logRefusal(opening, "refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
+      refusal = Effect.zipRight(logRefusal(refusals, opening, "ip_filter", "refused by the global [ip_filter]"), refuse(socket, opening, MESSAGES.notAllowed))
     } else if (arrived.ipBan !== undefined) {
       const ipBan = arrived.ipBan
       stats.rejected("banned")
       traceRefusal(connection.trace, "banned")
       refusal = Effect.zipRight(
-        logRefusal(opening, `refused: the address is banned (${ipBan.reason})`),
+        logRefusal(refusals, opening, "banned", `refused: the address is banned (${ipBan.reason})`),
         Effect.suspend(() => refuse(socket, opening, banMessage(ipBan, Math.floor(clock.unsafeCurrentTimeMillis() / 1000))))
       )
     } else if (opening._tag === "LegacyLogin") {

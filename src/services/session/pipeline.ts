@@ -14,6 +14,7 @@ import type { BalancerDataPlane } from "../Balancer.js"
 import type { ConfigSnapshot } from "../ConfigStore.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import { type ConnectionLogFields, currentConnectionLog } from "../log/connectionFields.js"
+import { threadRefusalLines } from "../log/refusalLines.js"
 import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
@@ -90,11 +91,13 @@ const isSilentClose = (error: ReadError): boolean => error._tag === "ConnectionC
 
 export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const { clock, rateLimiter, ipFilter, bans, router, balancer, stats, tracing } = services
-  const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats, tracing })
-  const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats })
+  // One budget per thread for the lines of refused logins: a flood of refusals is a handful of lines and a count.
+  const refusals = threadRefusalLines(services.logDetached)
+  const open = makeOpening({ rateLimiter, ipFilter, bans, clock, stats, tracing, refusals })
+  const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats, refusals })
   const status = makeStatusPhase({ status: services.status, balancer, manager: services.manager.dataPlane, stats })
-  const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats })
-  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer })
+  const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats, refusals })
+  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer, refusals })
   const join = makeJoin({
     stats,
     backend: services.backend,

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import { NEXT_STATE_STATUS, splitAddress } from "../../protocol/handshake.js"
 import type { IpFilterDataPlane } from "../IpFilter.js"
 import { type ConnectionLogFields, quotedForLog } from "../log/connectionFields.js"
+import type { RefusalLines } from "../log/refusalLines.js"
 import type { RateLimiterDataPlane } from "../RateLimiter.js"
 import type { RouterDataPlane } from "../Router.js"
 import type { StatsDataPlane } from "../Stats.js"
@@ -21,6 +22,7 @@ export interface RoutingServices {
   readonly ipFilter: IpFilterDataPlane
   readonly clock: Clock.Clock
   readonly stats: StatsDataPlane
+  readonly refusals: RefusalLines
 }
 
 export interface Routing {
@@ -33,7 +35,7 @@ export interface Routing {
   readonly routeLegacy: (opened: LegacyOpened) => Effect.Effect<LegacyRoute | undefined>
 }
 
-export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: RoutingServices): Routing => ({
+export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats, refusals }: RoutingServices): Routing => ({
   routeLegacy: (opened) => {
     const { connection, peer, snapshot, opening } = opened
     const trace = connection.trace
@@ -74,7 +76,7 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
       traceRefusal(trace, "rate_limited")
       return Effect.as(
         Effect.zipRight(
-          isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : Effect.logInfo("login over [rate_limit] refused"),
+          isStatus ? Effect.logDebug("status ping over [rate_limit]: closed") : refusals.say("rate_limited", "info", "login over [rate_limit] refused"),
           refuse(socket, opening, MESSAGES.rateLimited)
         ),
         undefined
@@ -91,7 +93,10 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
       stats.rejected("unknown_domain")
       traceRefusal(trace, "unknown_domain")
       return Effect.as(
-        Effect.zipRight(Effect.logInfo(`login for unknown domain ${quotedForLog(host)} refused`), disconnect(socket, MESSAGES.unknownDomain(host))),
+        Effect.zipRight(
+          refusals.say("unknown_domain", "info", `login for unknown domain ${quotedForLog(host)} refused`),
+          disconnect(socket, MESSAGES.unknownDomain(host))
+        ),
         undefined
       )
     }
@@ -103,9 +108,12 @@ export const makeRouting = ({ rateLimiter, router, ipFilter, clock, stats }: Rou
     if (!ipFilter.allowedFor(server, ip)) {
       stats.rejected("ip_filter")
       traceRefusal(trace, "ip_filter")
-      // As in the opening: a refused login is an info line, a refused ping a debug one.
+      // As in the opening: a refused login is an info line (while few come), a refused ping a debug one.
       const line = `refused by the [ip_filter] of ${server.id}`
-      return Effect.as(Effect.zipRight(isStatus ? Effect.logDebug(line) : Effect.logInfo(line), refuse(socket, opening, MESSAGES.notAllowed)), undefined)
+      return Effect.as(
+        Effect.zipRight(isStatus ? Effect.logDebug(line) : refusals.say("ip_filter", "info", line), refuse(socket, opening, MESSAGES.notAllowed)),
+        undefined
+      )
     }
     return Effect.succeed(isStatus ? { _tag: "Status", opened, server } : { _tag: "Login", opened, server })
   }
