@@ -20,7 +20,7 @@ process.env.PORTAL_TEST_HOOKS = "1"
 
 const TWO_WORKERS = `bind = "127.0.0.1:0"\nworker_threads = 2\nso_reuseport = true\nconnect_timeout = "1s"`
 
-const setup = async (global: string, server = "", options: { hold?: boolean; backends?: number } = {}) => {
+const setup = async (global: string, server = "", options: { hold?: boolean; backends?: number; workerLogLevel?: "debug" } = {}) => {
   const backends = await Promise.all(
     Array.from({ length: options.backends ?? 1 }, (_, i) => startBackend(`main${i}`, options.hold === true ? { hold: true } : {}))
   )
@@ -28,7 +28,7 @@ const setup = async (global: string, server = "", options: { hold?: boolean; bac
   const dir = makeConfigDir(`${TWO_WORKERS}\n${global}`, {
     "main.toml": `domains = ["mc.example.com"]\naddresses = [${addresses}]\n${server}`
   })
-  const portal = await startPortal(dir.configFile)
+  const portal = await startPortal(dir.configFile, options.workerLogLevel === undefined ? {} : { workerLogLevel: options.workerLogLevel })
   return { backends, backend: backends[0]!, portal, dir }
 }
 
@@ -99,9 +99,15 @@ describe("two worker threads", () => {
   })
 
   it("max_connections holds across workers", async () => {
-    const { portal } = await setup(`max_connections = 6`)
+    const { portal } = await setup(`max_connections = 6`, "", { workerLogLevel: "debug" })
     const { open, all } = await openSilent(portal.port, 14)
     expect(open).toHaveLength(6)
+    // Each refusal's debug line names the address it came from.
+    const refused = await waitFor(() => {
+      const lines = portal.logs.filter((line) => line.includes("max_connections reached"))
+      return lines.length === 8 ? lines : undefined
+    }, { what: "8 max_connections lines" })
+    expect(refused.filter((line) => !line.includes("closed a connection from 127.0.0.1"))).toEqual([])
     for (const socket of all) socket.destroy()
   })
 

@@ -126,8 +126,10 @@ export const listen = (options: ListenerOptions) =>
         const place = admit(maxConnections)
         if (place === undefined) {
           options.onRefused?.()
+          // Read first: a destroyed socket no longer knows its peer.
+          const from = socket.remoteAddress ?? "?"
           socket.destroy()
-          fork(Effect.logDebug(`max_connections reached: closed a connection from ${socket.remoteAddress ?? "?"}`))
+          fork(Effect.logDebug(`max_connections reached: closed a connection from ${from}`))
           return
         }
         // A socket closes once: `on` spares once's wrapper.
