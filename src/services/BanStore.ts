@@ -110,6 +110,7 @@ const makeFileStore = Effect.gen(function* () {
     if (text === undefined) {
       // Deleting the file is not taken as unbanning everyone: the bans stay and the next change writes them back.
       known = text
+      knownPrint = print
       const kept = (yield* bans.get).index.all.size
       yield* Effect.logWarning(`${file} was removed; keeping ${kept} ban(s) in memory until the next change writes it again`)
       return Option.none()
@@ -154,14 +155,21 @@ const makeFileStore = Effect.gen(function* () {
         })
       }
     }),
+    // The file is replaced only if it is still as `beforeChange` saw it: an edit by hand saved while the new content
+    // was written (and flushed to disk) would otherwise be lost; the change is then made again on top of it.
     write: (content) => {
       const text = encodeBanFile(content)
-      return withFs(writeFileAtomic(file, text)).pipe(
+      const unchanged = Effect.map(statFingerprint(fs, file), (print) => print === knownPrint)
+      return withFs(writeFileAtomic(file, text, unchanged)).pipe(
         Effect.mapError((error) => new BanStoreError({ reason: `cannot write ${file}: ${error.message}` })),
-        Effect.tap((written) =>
-          Effect.sync(() => {
-            known = text
-            knownPrint = fingerprintOf(written)
+        Effect.map(
+          Option.match({
+            onNone: () => false,
+            onSome: (written) => {
+              known = text
+              knownPrint = fingerprintOf(written)
+              return true
+            }
           })
         )
       )
@@ -197,7 +205,7 @@ export interface BanStoreMemoryOptions {
 const makeMemoryStore = (options: BanStoreMemoryOptions) =>
   Effect.gen(function* () {
     const bans = yield* makeBanState({ auditEnabled: options.enableAuditLog ?? true, initial: EMPTY })
-    const record: BanRecord = { beforeChange: Effect.void, write: () => Effect.void }
+    const record: BanRecord = { beforeChange: Effect.void, write: () => Effect.succeed(true) }
     const surface = yield* bans.surface(record, options.purgeInterval ?? Duration.minutes(5))
     for (const ban of options.bans ?? []) yield* surface.add(ban)
     return surface

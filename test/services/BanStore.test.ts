@@ -2,6 +2,7 @@
  * BanStore with real files in temporary directories. Expiry and purging run on TestClock; hand edits and the
  * crash test use real time and real processes.
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import { NodeFileSystem } from "@effect/platform-node"
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Either, Layer, Logger, Option, Queue, Schema, Stream, TestClock } from "effect"
@@ -579,6 +580,41 @@ describe("hand edits while running", () => {
       )
     }).pipe(Effect.provide(logs.layer))
   })
+
+  it.live("an edit saved by hand while a change is being written is kept, and the change made on top of it", () =>
+    Effect.gen(function* () {
+      const file = banFile()
+      // An editor saves the file (as it read it before Portal's write, plus a ban) just as Portal writes its own.
+      let editing = false
+      const editDuringWrite = Layer.effect(
+        FileSystem.FileSystem,
+        Effect.map(FileSystem.FileSystem, (fs) => ({
+          ...fs,
+          open: (target: string, options?: FileSystem.OpenFileOptions) => {
+            if (editing && path.basename(target).startsWith(".bans.json.tmp-")) {
+              editing = false
+              const edited = JSON.parse(readFileSync(file, "utf8")) as { bans: Array<unknown> }
+              edited.bans.push({ target: { type: "username", value: "Alex" }, reason: "by hand", expires_at: null })
+              writeFileSync(`${file}.swp`, JSON.stringify(edited))
+              renameSync(`${file}.swp`, file)
+            }
+            return fs.open(target, options)
+          }
+        }))
+      ).pipe(Layer.provide(NodeFileSystem.layer))
+      const layer = BanStore.Default.pipe(Layer.provide(ConfigStore.layerStatic(snapshotFor(file, {}))), Layer.provide(editDuringWrite))
+      yield* Effect.flatMap(BanStore, (bans) =>
+        Effect.gen(function* () {
+          yield* bans.add({ target: username("Steve"), reason: "", source: "test" })
+          editing = true
+          yield* bans.add({ target: username("Carl"), reason: "", source: "test" })
+          expect(editing).toBe(false)
+          expect(readJson(file).bans.map((ban) => ban.target.value)).toEqual(["Steve", "Alex", "Carl"])
+          expect(Option.isSome(yield* playerBanNow(bans, player("alex")))).toBe(true)
+        })
+      ).pipe(Effect.provide(layer))
+    })
+  )
 
   it.live("a file deleted by hand keeps the bans, and the next change writes them back", () => {
     const logs = captureLogs()

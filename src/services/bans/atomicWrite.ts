@@ -15,7 +15,16 @@ const tempPrefix = (file: string) => `.${path.basename(file)}.tmp-`
 /** Whether a name in the file's directory is one of its temporary files. */
 export const isTempFileOf = (file: string, name: string): boolean => name.startsWith(tempPrefix(file))
 
-export const writeFileAtomic = (file: string, text: string): Effect.Effect<FileSystem.File.Info, PlatformError, FileSystem.FileSystem> =>
+/**
+ * Writes `text` to `file` as described above and returns what the file is then. With `unchanged`, asked after the
+ * temporary file is on disk and just before the rename: when it says the file changed meanwhile (an edit by hand
+ * during the write, which flushing to disk makes last milliseconds), nothing is replaced and the result is none.
+ */
+export const writeFileAtomic = (
+  file: string,
+  text: string,
+  unchanged?: Effect.Effect<boolean>
+): Effect.Effect<Option.Option<FileSystem.File.Info>, PlatformError, FileSystem.FileSystem> =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dir = path.dirname(file)
@@ -35,13 +44,15 @@ export const writeFileAtomic = (file: string, text: string): Effect.Effect<FileS
         yield* handle.sync
         return yield* handle.stat
       })
-    ).pipe(
-      Effect.zipLeft(fs.rename(temp, file)),
-      Effect.onError(() => fs.remove(temp).pipe(Effect.ignore))
-    )
+    ).pipe(Effect.onError(() => fs.remove(temp).pipe(Effect.ignore)))
+    if (unchanged !== undefined && !(yield* unchanged)) {
+      yield* fs.remove(temp).pipe(Effect.ignore)
+      return Option.none()
+    }
+    yield* fs.rename(temp, file).pipe(Effect.onError(() => fs.remove(temp).pipe(Effect.ignore)))
     // Makes the rename itself durable. Some platforms cannot open a directory; the file is in place regardless.
     yield* Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)).pipe(Effect.ignore)
-    return written
+    return Option.some(written)
   })
 
 /** Deletes temporary files left by a write that a crash interrupted; returns how many. */

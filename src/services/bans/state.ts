@@ -75,9 +75,15 @@ export interface BanStoreSurface {
 export interface BanRecord {
   /** Takes in changes made elsewhere before a change; fails when the record cannot be trusted. */
   readonly beforeChange: Effect.Effect<void, BanStoreError>
-  /** Records the new content; the change applies only once this succeeds. */
-  readonly write: (content: BanFileContent) => Effect.Effect<void, BanStoreError>
+  /**
+   * Records the new content; the change applies only once this succeeds. False when the record changed elsewhere
+   * since `beforeChange` (nothing written): the change is then made again on top of that change.
+   */
+  readonly write: (content: BanFileContent) => Effect.Effect<boolean, BanStoreError>
 }
+
+/** Times a change is made again on top of an edit that came in while it was written, before it gives up. */
+const CHANGE_ATTEMPTS = 3
 
 /** What a change does to the bans, and the audit entries to log once it is recorded. */
 interface Change<A> {
@@ -176,16 +182,22 @@ export const makeBanState = (options: { readonly auditEnabled: boolean; readonly
          * lets the change apply. Once the lock is held the change runs to the end, so a caller that gives up cannot
          * leave the record and memory apart.
          */
-        const change = <A>(f: (current: State, nowMs: number) => Change<A>): Effect.Effect<A, BanStoreError> =>
-          Effect.gen(function* () {
-            yield* record.beforeChange
-            const { result, next, report = [] } = f(yield* Ref.get(state), yield* Clock.currentTimeMillis)
-            if (next === undefined) return result
-            yield* record.write(next)
-            yield* replace(next)
-            if (auditEnabled) yield* Effect.forEach(report, (entry) => Effect.logInfo(describeAudit(entry)), { discard: true })
-            return result
-          }).pipe(Effect.uninterruptible, lock.withPermits(1))
+        const change = <A>(f: (current: State, nowMs: number) => Change<A>): Effect.Effect<A, BanStoreError> => {
+          const attempt = (left: number): Effect.Effect<A, BanStoreError> =>
+            Effect.gen(function* () {
+              yield* record.beforeChange
+              const { result, next, report = [] } = f(yield* Ref.get(state), yield* Clock.currentTimeMillis)
+              if (next === undefined) return result
+              if (!(yield* record.write(next))) {
+                if (left > 1) return yield* attempt(left - 1)
+                return yield* new BanStoreError({ reason: "the ban file kept changing while the change was written; try again" })
+              }
+              yield* replace(next)
+              if (auditEnabled) yield* Effect.forEach(report, (entry) => Effect.logInfo(describeAudit(entry)), { discard: true })
+              return result
+            })
+          return attempt(CHANGE_ATTEMPTS).pipe(Effect.uninterruptible, lock.withPermits(1))
+        }
 
         /** The audit log after recording `entries`: unchanged when the audit log is disabled. */
         const appendAudit = (audit: ReadonlyArray<AuditEntry>, entries: ReadonlyArray<AuditEntry>) =>
