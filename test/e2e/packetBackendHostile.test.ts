@@ -7,6 +7,7 @@
 import { once } from "node:events"
 import * as net from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
+import { encodeHandshake } from "../../src/protocol/handshake.js"
 import { packetIdsFor } from "../../src/protocol/packetIds.js"
 import { encodeVarInt } from "../../src/protocol/varint.js"
 import { startPortal } from "../helpers/portal.js"
@@ -119,5 +120,31 @@ describe("a backend that breaks the login", () => {
     await portal.waitForLog(/the backend refused the login: Whitelisted players only/)
     await portal.waitForLog(/Refused .*left off/)
     expect(kicks).toHaveLength(1)
+  })
+
+  it("a backend that goes silent is told about once, though the player keeps its end open while the session ends", { timeout: 20_000 }, async () => {
+    // Accepts the login and then says nothing: the read timeout ends the session.
+    const backend = await scriptedBackend({ onLogin: Buffer.alloc(0) })
+    closers.push(backend.close)
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n[timeouts]\nread = "1s"\n`
+    })
+    const portal = await startPortal(dir.configFile)
+    closers.push(() => void portal.stop())
+    // A player that never closes its side: Portal lingers on the session (2 s) after the Disconnect.
+    const player = net.connect({ port: portal.port, host: "127.0.0.1", allowHalfOpen: true })
+    player.on("error", () => {})
+    closers.push(() => player.destroy())
+    let received = Buffer.alloc(0)
+    player.on("data", (chunk: Buffer) => (received = Buffer.concat([received, chunk])))
+    player.write(
+      Buffer.concat([
+        encodeHandshake({ protocolVersion: PROTOCOL_1_20_4, address: "off.example", port: 25565, nextState: 2 }),
+        frame(ids.login.serverbound.loginStart, Buffer.concat([string("Quiet"), Buffer.alloc(16, 0x22)]))
+      ])
+    )
+    await portal.waitForLog(/Quiet .*left off .*read timeout/, 10_000)
+    expect(received.toString("utf8")).toContain("The server stopped responding.")
+    expect(portal.logs.filter((line) => line.includes("the backend sent nothing for too long"))).toHaveLength(1)
   })
 })

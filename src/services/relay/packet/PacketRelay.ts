@@ -130,6 +130,9 @@ export class PacketRelay implements LiveRelay, BungeePeer {
       },
       request.timeouts,
       (end) => {
+        // The watchdog checks again until the session is gone, lingering included: a session already ending
+        // has said why once.
+        if (this.closing !== undefined) return
         start.log.info(`the backend ${end === "read_timeout" ? "sent nothing" : "took nothing"} for too long`)
         this.sayAndClose(MESSAGES.backendTimedOut, end)
       }
