@@ -12,6 +12,7 @@
  *   (`deliverHere` runs there).
  * - Connect and ConnectOther need server switching: nothing is done, and that is logged once.
  */
+import { isIP } from "node:net"
 import {
   type BungeeAnswer,
   bungeeChannelFor,
@@ -20,7 +21,6 @@ import {
   encodeBungeeAnswer,
   encodeBungeeForwarded
 } from "../../../protocol/bungeeChannel.js"
-import { isIP } from "node:net"
 import type { TextComponent } from "../../../protocol/text.js"
 import { stillWanted } from "./channelNetwork.js"
 import type { ChannelContext, ChannelDelivery, ChannelQuery, ChannelSession, PacketLog } from "./PacketStart.js"
