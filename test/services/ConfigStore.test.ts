@@ -367,6 +367,20 @@ describe("reloading proxy.toml", () => {
     expect(after.global.bind).toEqual({ host: "127.0.0.1", port: 0 })
   })
 
+  it("says a restart-only option needs a restart while it differs from the running one, not once set back", async () => {
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nmax_connections = 10`)
+    const { runtime, store, lines } = await startStore(dir.configFile)
+    const restartLines = () => lines.filter((line) => line.includes("needs a restart"))
+    dir.write("proxy.toml", `bind = "127.0.0.1:1234"\nmax_connections = 20`)
+    await runtime.runPromise(store.reloadGlobal)
+    dir.write("proxy.toml", `bind = "127.0.0.1:1234"\nmax_connections = 30`)
+    await runtime.runPromise(store.reloadGlobal)
+    expect(restartLines()).toEqual([expect.stringMatching(/bind changed/), expect.stringMatching(/bind changed/)])
+    dir.write("proxy.toml", `bind = "127.0.0.1:0"\nmax_connections = 30`)
+    await runtime.runPromise(store.reloadGlobal)
+    expect(restartLines()).toHaveLength(2)
+  })
+
   it("a broken proxy.toml changes nothing", async () => {
     const dir = makeConfigDir(`max_connections = 10`)
     const { runtime, store, snapshot } = await startStore(dir.configFile)

@@ -185,7 +185,8 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
     const httpClient = yield* HttpClient.HttpClient
     const createSecrets = options.createSecrets ?? true
     const loaded = yield* loadConfiguration(options.configFile, { createSecrets })
-    let lastFileGlobal = loaded.snapshot.global
+    // The file as it was at startup: what the restart-only keys run with, whatever reloads came since.
+    const startupFileGlobal = loaded.snapshot.global
     const initialGlobal = yield* withEphemeralWebKey(loaded.snapshot.global)
     const current = yield* SubscriptionRef.make<ConfigSnapshot>({ ...loaded.snapshot, global: initialGlobal })
     const files = new Map(loaded.files)
@@ -328,8 +329,9 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
           yield* reportProblems(next.left.problems, `keeping the running configuration of ${displayPath(snapshot.configFile)}`)
           return
         }
-        // Compare file against file: the running snapshot may hold an ephemeral web key the file never had.
-        const before = encodeGlobal(lastFileGlobal)
+        // Compare file against file: the running snapshot may hold an ephemeral web key the file never had. Against
+        // the startup file, so that a key set back to its running value is not reported, and one still pending is.
+        const before = encodeGlobal(startupFileGlobal)
         const after = encodeGlobal(next.right)
         const applied: Record<string, unknown> = { ...next.right }
         for (const key of RESTART_ONLY_KEYS) {
@@ -339,7 +341,6 @@ const makeConfigStore = (options: ConfigStoreOptions) =>
           if (snapshot.global[key] === undefined) delete applied[key]
           else applied[key] = snapshot.global[key]
         }
-        lastFileGlobal = next.right
         yield* Effect.logInfo(`reloaded ${displayPath(snapshot.configFile)}`)
         yield* publish({ ...snapshot, global: applied as GlobalConfig })
       })
