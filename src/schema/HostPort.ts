@@ -1,6 +1,7 @@
 /** `host:port` addresses as written in the configuration, with IPv6 in brackets. */
 import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
+import { parseStrictAddress } from "./ipAddress.js"
 
 export interface HostPort {
   readonly host: string
@@ -9,8 +10,13 @@ export interface HostPort {
 
 const HOSTNAME = /^(?=.{1,253}$)([a-zA-Z0-9_]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?)(\.[a-zA-Z0-9_]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?)*\.?$/
 
-/** True for an IP literal or a DNS host name. */
-export const isValidHost = (host: string): boolean => ipaddr.isValid(host) || HOSTNAME.test(host)
+// A name whose last label is a number is read as an IPv4 address by the resolver (`25565` is 0.0.99.221, `127.1` is
+// 127.0.0.1): only the four decimal parts are accepted as such, so that `bind = "25565"` is not taken as a host.
+const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)\.?$/i
+
+/** True for an IP literal (dotted quad or IPv6) or a DNS host name. */
+export const isValidHost = (host: string): boolean =>
+  parseStrictAddress(host) !== undefined || (HOSTNAME.test(host) && !NUMERIC_LAST_LABEL.test(host))
 
 /**
  * Parses `host`, `host:port`, `[v6]` or `[v6]:port`. `defaultPort` applies when the port is omitted;
@@ -21,6 +27,7 @@ export const parseHostPort = (
   options: { readonly defaultPort?: number; readonly allowPortZero?: boolean } = {}
 ): Either.Either<HostPort, string> => {
   const input = text.trim()
+  if (input.includes("://")) return Either.left(`expected host:port without a scheme, got ${JSON.stringify(text)}`)
   let host: string
   let portText: string | undefined
   if (input.startsWith("[")) {

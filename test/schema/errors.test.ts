@@ -114,6 +114,17 @@ describe("values", () => {
     expect(serverProblems(`addresses = ["::1:25565"]`)[0]).toMatch(/IPv6 addresses need brackets/)
   })
 
+  it("hosts that the resolver would read as another IPv4 address, and URLs, are refused with what is wrong", () => {
+    // A port alone is the usual slip: "25565" would be the host 0.0.99.221.
+    expect(globalProblems(`bind = "25565"`)).toEqual(['proxy.toml: bind: "25565" is not a valid host name or IP address'])
+    expect(serverProblems(`addresses = ["127.1:25566", "0x7f.0.0.1", "10.0.0.010"]`)).toHaveLength(3)
+    expect(globalProblems(`[web]\nbind = "http://127.0.0.1:8080"`)).toEqual([
+      'proxy.toml: web.bind: expected host:port without a scheme, got "http://127.0.0.1:8080"'
+    ])
+    expect(serverProblems(`addresses = ["127.0.0.1:25566", "mc1.example.com", "[::1]:25566", "host-2:1"]`)).toEqual([])
+    expect(serverProblems(`addresses = ["a"]\ndomains = ["127.0.0.1", "1.example.com", "25565", "*.1"]`)).toHaveLength(2)
+  })
+
   it("sampling_ratio outside 0..1", () => {
     expect(globalProblems(`[telemetry.traces]\nsampling_ratio = 1.5`)).toEqual([
       "proxy.toml: telemetry.traces.sampling_ratio: expected a number between 0.0 and 1.0, got 1.5"
