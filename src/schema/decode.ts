@@ -68,21 +68,75 @@ const soundServerKeys = (raw: unknown, broken: ReadonlySet<PropertyKey | undefin
     () => ({})
   )
 
+const isTable = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The broken tables of a file whose problems are all inside sub-tables, each decoded on its own without those
+ * sub-tables (`web` without `rate_limit`, `motd` without `offline`): the rules that need the rest of the table (the
+ * `[web]` rules, favicons, the forwarding secret) still run. A broken option of the table itself (`web.bind`) leaves
+ * the table out, as a rule could then read its default in place of what was meant.
+ */
+const soundTables = (
+  decodeKey: (key: string, table: Record<string, unknown>) => Either.Either<unknown, unknown>,
+  raw: Record<string, unknown>,
+  paths: ReadonlyArray<ReadonlyArray<PropertyKey>>
+): Record<string, unknown> => {
+  const pruned = new Map<string, Record<string, unknown>>()
+  const unusable = new Set<PropertyKey | undefined>()
+  for (const [key, entry] of paths) {
+    const table = typeof key === "string" ? raw[key] : undefined
+    if (typeof key !== "string" || !isTable(table) || entry === undefined || !isTable(table[String(entry)])) {
+      unusable.add(key)
+      continue
+    }
+    const rest = pruned.get(key) ?? { ...table }
+    delete rest[String(entry)]
+    pruned.set(key, rest)
+  }
+  const out: Record<string, unknown> = {}
+  for (const [key, table] of pruned) {
+    if (unusable.has(key)) continue
+    const decoded = decodeKey(key, table)
+    if (Either.isRight(decoded)) out[key] = decoded.right
+  }
+  return out
+}
+
+/** Decodes one top-level table of `struct` on its own. */
+const tableOf = (struct: typeof GlobalConfig | typeof ServerConfig) => (key: string, table: Record<string, unknown>) =>
+  key in struct.fields
+    ? Either.map(
+      Schema.decodeUnknownEither(Schema.Struct(struct.fields).pick(key as never), LENIENT)({ [key]: table }),
+      (decoded) => (decoded as Record<string, unknown>)[key]
+    )
+    : Either.left(undefined)
+
+const soundGlobalTables = (raw: Record<string, unknown>, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>) =>
+  soundTables(tableOf(GlobalConfig), raw, paths) as Partial<GlobalConfig>
+
+const soundServerTables = (raw: Record<string, unknown>, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>) =>
+  soundTables(tableOf(ServerConfig), raw, paths) as Partial<ServerConfig>
+
 /**
  * Decodes `raw` strictly with every error; when that fails, decodes again only the top-level keys that no problem
- * names, so that a problem in one key does not hide what the others say.
+ * names, and the broken tables without their broken entries, so that a problem in one key does not hide what the
+ * others say.
  */
 const decodeFile = <A, I>(
   schema: Schema.Schema<A, I, never>,
   decodeSound: (raw: unknown, broken: ReadonlySet<PropertyKey | undefined>) => Partial<A>,
+  decodeTables: (raw: Record<string, unknown>, paths: ReadonlyArray<ReadonlyArray<PropertyKey>>) => Partial<A>,
   file: string,
   raw: Record<string, unknown>
 ): FileCheck<A> => {
   const full = Schema.decodeUnknownEither(schema, STRICT)(raw)
   if (Either.isRight(full)) return { problems: [], config: full.right, partial: full.right }
   const problems = problemsFromParseError(file, full.left)
-  const broken = new Set(ParseResult.ArrayFormatter.formatErrorSync(full.left).map((issue) => issue.path[0]))
-  return { problems, config: undefined, partial: broken.has(undefined) ? {} : decodeSound(raw, broken) }
+  const paths = ParseResult.ArrayFormatter.formatErrorSync(full.left).map((issue) => issue.path)
+  const broken = new Set(paths.map((path) => path[0]))
+  if (broken.has(undefined)) return { problems, config: undefined, partial: {} }
+  return { problems, config: undefined, partial: { ...decodeSound(raw, broken), ...decodeTables(raw, paths) } }
 }
 
 /** Where the server files are, as far as `proxy.toml` tells. */
@@ -131,7 +185,7 @@ export const checkGlobalText = (file: string, text: string): GlobalCheck => {
     const { problems, line } = parsed.left
     return { problems, config: undefined, partial: undefined, serversDir: serversDirDespiteSyntaxError(text, line) }
   }
-  const decoded = decodeFile(GlobalConfig, soundGlobalKeys, file, parsed.right)
+  const decoded = decodeFile(GlobalConfig, soundGlobalKeys, soundGlobalTables, file, parsed.right)
   const partial = decoded.partial ?? {}
   const problems = [...decoded.problems, ...checkGlobalRules(file, partial)]
   const serversDir: ServersDirLookup =
@@ -273,7 +327,7 @@ export const checkServerValue = (
   raw: Record<string, unknown>,
   source: ServerOrigin
 ): ServerCheck => {
-  const decoded = decodeFile(ServerConfig, soundServerKeys, file, raw)
+  const decoded = decodeFile(ServerConfig, soundServerKeys, soundServerTables, file, raw)
   if (decoded.config !== undefined) {
     const definition: ServerDefinition = { id: serverIdOf(fallbackId, decoded.config), file, source, config: decoded.config }
     return { ...decoded, definition, identity: definition }

@@ -299,6 +299,11 @@ describe("every problem in one pass", () => {
     ])
     // A broken [web] gives no rule of its own beyond its problem.
     expect(globalProblems(`[web]\nbind = 5\napi_key = "short"`)).toEqual([expect.stringMatching(/^proxy\.toml: web\.bind: /)])
+    // A problem in a sub-table only ([web.rate_limit]) leaves the options of [web] to their rules.
+    expect(globalProblems(`[web]\nbind = "0.0.0.0:8080"\n[web.rate_limit]\nrpm = 5`)).toEqual([
+      expect.stringMatching(/^proxy\.toml: web\.rate_limit\.rpm: unknown key/),
+      expect.stringMatching(/^proxy\.toml: web\.api_key: is required because web\.bind 0\.0\.0\.0 is reachable/)
+    ])
   })
 
   it("a broken proxy.toml still says where the server files are, unless servers_dir is what is broken", () => {

@@ -73,7 +73,7 @@ describe("loading", () => {
 
   it("checks what it can of broken files: favicons, the forwarding secret and the rules across files", async () => {
     const dir = makeConfigDir(`max_connections = -1\n[forwarding]\nmode = "legacy_guard"\nsecret_file = "s.txt"`, {
-      "a.toml": `domains = ["play.example.com"]\naddresses = ["a"]\nbogus = 1\n[motd.online]\ntext = "a"\nfavicon = "missing.png"`,
+      "a.toml": `domains = ["play.example.com"]\naddresses = ["a"]\nbogus = 1\n[motd.online]\ntext = "a"\nfavicon = "missing.png"\n[motd.offline]\ntxt = "b"`,
       "b.toml": `domains = ["play.example.com"]\naddresses = ["b"]`
     })
     dir.write("s.txt", "\n")
@@ -81,6 +81,8 @@ describe("loading", () => {
     expect(Either.isLeft(result) && result.left.problems.map(formatProblem)).toEqual([
       expect.stringMatching(/proxy\.toml: max_connections: expected an integer >= 0, got -1$/),
       expect.stringMatching(/servers\/a\.toml: bogus: unknown key/),
+      expect.stringMatching(/servers\/a\.toml: motd\.offline\.txt: unknown key/),
+      expect.stringMatching(/servers\/a\.toml: motd\.offline\.text: is required/),
       expect.stringMatching(/servers\/a\.toml: motd\.online\.favicon: cannot read favicon file .*missing\.png/),
       expect.stringMatching(/servers\/b\.toml: domains: domain "play\.example\.com" is already routed to server "a"/),
       expect.stringMatching(/s\.txt: the forwarding secret file is empty$/)
