@@ -16,7 +16,10 @@ const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)\.?$/i
 
 /** True for an IP literal (dotted quad or IPv6) or a DNS host name. */
 export const isValidHost = (host: string): boolean =>
-  parseStrictAddress(host) !== undefined || (HOSTNAME.test(host) && !NUMERIC_LAST_LABEL.test(host))
+  parseStrictAddress(host) !== undefined ||
+  // IPv6 has no short forms to misread; a zone id (`fe80::1%eth0`) is kept for link-local addresses.
+  (host.includes(":") && ipaddr.IPv6.isValid(host)) ||
+  (HOSTNAME.test(host) && !NUMERIC_LAST_LABEL.test(host))
 
 /**
  * Parses `host`, `host:port`, `[v6]` or `[v6]:port`. `defaultPort` applies when the port is omitted;

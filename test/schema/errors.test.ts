@@ -121,7 +121,7 @@ describe("values", () => {
     expect(globalProblems(`[web]\nbind = "http://127.0.0.1:8080"`)).toEqual([
       'proxy.toml: web.bind: expected host:port without a scheme, got "http://127.0.0.1:8080"'
     ])
-    expect(serverProblems(`addresses = ["127.0.0.1:25566", "mc1.example.com", "[::1]:25566", "host-2:1"]`)).toEqual([])
+    expect(serverProblems(`addresses = ["127.0.0.1:25566", "mc1.example.com", "[::1]:25566", "host-2:1", "[fe80::1%eth0]:25566"]`)).toEqual([])
     expect(serverProblems(`addresses = ["a"]\ndomains = ["127.0.0.1", "1.example.com", "25565", "*.1"]`)).toHaveLength(2)
   })
 
