@@ -278,6 +278,23 @@ describe.each(modes)("relay in %s mode", (mode) => {
     await portal.waitForLog(/Bulk .* left bulk .*\(client closed/)
   })
 
+  it("a side that resets its connection is logged as that side closing, with the code", async () => {
+    const backends: Array<net.Socket> = []
+    const { portal } = await setup({ onPlayer: (socket) => backends.push(socket) })
+    const resetting = await connectClient(portal.port)
+    resetting.write(LOGIN)
+    await waitFor(() => backends[0], { what: "first backend connection" })
+    resetting.resetAndDestroy()
+    await portal.waitForLog(/Bulk .* left bulk .*\(client closed: ECONNRESET/)
+    const staying = await connectClient(portal.port)
+    const seen = collect(staying)
+    staying.write(LOGIN)
+    await waitFor(() => backends[1], { what: "second backend connection" })
+    backends[1]!.resetAndDestroy()
+    await seen.closed
+    await portal.waitForLog(/Bulk .* left bulk .*\(backend closed: ECONNRESET/)
+  })
+
   it("a backend that goes silent is closed after [timeouts].read", async () => {
     const { portal } = await setup({ onPlayer: () => {} }, `[timeouts]\nread = "1s"`)
     const client = await connectClient(portal.port)

@@ -12,6 +12,19 @@ import { forward, type Direction } from "./forwarder.js"
 import { LINGER_MS, type LiveRelay, type RelayEnd, type RelayMode, type RelayOutcome, type RelayStart } from "./RelayMode.js"
 import type { RelayWatchdog } from "./watchdog.js"
 
+/** What a peer's connection failing looks like (the codes the splice addon reports as that side closing). */
+const CONNECTION_ERRORS: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ECONNABORTED",
+  "ENOTCONN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EHOSTDOWN"
+])
+
 const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: RelayWatchdog): LiveRelay => {
   let done = false
   let firstEnd: RelayEnd | undefined
@@ -28,8 +41,10 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
     down.stop()
     client.off("end", onClientEnd)
     backend.off("end", onBackendEnd)
+    client.off("error", onClientError)
+    backend.off("error", onBackendError)
     for (const socket of [client, backend]) {
-      socket.off("error", onError).off("close", onClose)
+      socket.off("close", onClose)
       socket.destroy()
     }
     const outcome: RelayOutcome = detail === undefined ? { end } : { end, detail }
@@ -47,8 +62,18 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   }
   const onClientEnd = () => ended(backend, down, "client_closed")
   const onBackendEnd = () => ended(client, up, "backend_closed")
-  // After a clean end, a reset of the lingering side is expected and not reported as an error.
-  const onError = (error: Error) => finish(firstEnd ?? "error", firstEnd === undefined ? error.message : undefined)
+  /**
+   * A side's connection failing (a reset, a timeout) is that side closing, named with the code, as zero_copy reports
+   * it; anything else is an error. After a clean end, a reset of the lingering side is expected and not reported.
+   */
+  const failed = (side: "client_closed" | "backend_closed", error: Error) => {
+    if (firstEnd !== undefined) return finish(firstEnd)
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== undefined && CONNECTION_ERRORS.has(code)) return finish(side, code)
+    finish("error", error.message)
+  }
+  const onClientError = (error: Error) => failed("client_closed", error)
+  const onBackendError = (error: Error) => failed("backend_closed", error)
   const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
 
   const outBefore = client.bytesWritten
@@ -69,7 +94,9 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   // `on`, not `once`: each fires once anyway, and `once` adds a wrapper and its state per listener per player.
   client.on("end", onClientEnd)
   backend.on("end", onBackendEnd)
-  for (const socket of [client, backend]) socket.on("error", onError).on("close", onClose)
+  client.on("error", onClientError)
+  backend.on("error", onBackendError)
+  for (const socket of [client, backend]) socket.on("close", onClose)
 
   /**
    * While the backend has sent the player nothing, the player's connection is still in the login state with no
