@@ -260,6 +260,24 @@ describe.each(modes)("relay in %s mode", (mode) => {
     await portal.waitForLog(/Bulk .* left bulk .*\(backend closed/)
   })
 
+  it("backend closes first: a client still sending after the end is drained, not reset, until it closes too", async () => {
+    const { portal } = await setup({ onPlayer: (socket) => socket.end("bye") })
+    const client = net.connect({ port: portal.port, host: "127.0.0.1", allowHalfOpen: true })
+    const seen = collect(client)
+    client.write(LOGIN)
+    await waitFor(() => seen.ended() || undefined, { what: "the end from Portal" })
+    // As a client that has not noticed the end yet: it goes on sending for a moment, well within the linger.
+    for (let i = 0; i < 10 && seen.error() === undefined; i++) {
+      client.write(randomBytes(4096))
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    client.end()
+    await seen.closed
+    expect(seen.data().toString()).toBe("bye")
+    expect(seen.error()).toBeUndefined()
+    await portal.waitForLog(/Bulk .* left bulk .*\(backend closed;/)
+  })
+
   it("client closes first: the backend gets everything, then the end", async () => {
     const last = randomBytes(300_000)
     let backendSaw: ReturnType<typeof collect> | undefined

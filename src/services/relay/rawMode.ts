@@ -41,12 +41,10 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
     down.stop()
     client.off("end", onClientEnd)
     backend.off("end", onBackendEnd)
-    client.off("error", onClientError)
-    backend.off("error", onBackendError)
-    for (const socket of [client, backend]) {
-      socket.off("close", onClose)
-      socket.destroy()
-    }
+    client.off("error", onClientError).off("close", onClientClose)
+    backend.off("error", onBackendError).off("close", onBackendClose)
+    client.destroy()
+    backend.destroy()
     const outcome: RelayOutcome = detail === undefined ? { end } : { end, detail }
     onEnd(outcome)
   }
@@ -74,7 +72,16 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   }
   const onClientError = (error: Error) => failed("client_closed", error)
   const onBackendError = (error: Error) => failed("backend_closed", error)
-  const onClose = () => finish(firstEnd ?? (client.destroyed ? "client_closed" : "backend_closed"))
+  /**
+   * Node closes a socket once it has ended both ways: the side that ended first (its FIN answered with ours) or the
+   * backend destroyed to end the session. That close is expected; the other side's lingering decides the finish.
+   */
+  const onClientClose = () => {
+    if (firstEnd !== "client_closed") finish(firstEnd ?? "client_closed")
+  }
+  const onBackendClose = () => {
+    if (firstEnd !== "backend_closed" && firstEnd !== "ended") finish(firstEnd ?? "backend_closed")
+  }
 
   const outBefore = client.bytesWritten
   const up = forward(client, backend)
@@ -94,9 +101,8 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
   // `on`, not `once`: each fires once anyway, and `once` adds a wrapper and its state per listener per player.
   client.on("end", onClientEnd)
   backend.on("end", onBackendEnd)
-  client.on("error", onClientError)
-  backend.on("error", onBackendError)
-  for (const socket of [client, backend]) socket.on("close", onClose)
+  client.on("error", onClientError).on("close", onClientClose)
+  backend.on("error", onBackendError).on("close", onBackendClose)
 
   /**
    * While the backend has sent the player nothing, the player's connection is still in the login state with no
