@@ -313,6 +313,21 @@ describe.each(modes)("relay in %s mode", (mode) => {
     await portal.waitForLog(/Bulk .* left bulk .*\(backend closed: ECONNRESET/)
   })
 
+  it.runIf(mode === "passthrough")("a timeout during the drain after a clean end leaves the end as it was: the side that ended is named", async () => {
+    // The backend keeps its side open after the player's end, and has sent nothing for longer than `read` by the
+    // time the 2 s drain is over.
+    const backends: Array<net.Socket> = []
+    const { portal } = await setup({ onPlayer: (socket) => backends.push(Object.assign(socket, { allowHalfOpen: true })) }, `[timeouts]\nread = "1s"`)
+    const client = await connectClient(portal.port)
+    client.write(LOGIN)
+    await waitFor(() => backends[0], { what: "the backend connection" })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    client.end()
+    await portal.waitForLog(/Bulk .* left bulk /, 8000)
+    for (const socket of backends) socket.destroy()
+    expect(portal.logs.find((line) => /Bulk .* left bulk /.test(line))).toMatch(/\(client closed/)
+  })
+
   it("a backend that goes silent is closed after [timeouts].read", async () => {
     const { portal } = await setup({ onPlayer: () => {} }, `[timeouts]\nread = "1s"`)
     const client = await connectClient(portal.port)

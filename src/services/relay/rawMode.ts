@@ -96,7 +96,10 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
       }
     },
     timeouts,
-    (end) => finish(end)
+    // Once a side has ended, the drain's own bound (LINGER_MS) decides: a timeout then would misname the end.
+    (end) => {
+      if (firstEnd === undefined) finish(end)
+    }
   )
   // `on`, not `once`: each fires once anyway, and `once` adds a wrapper and its state per listener per player.
   client.on("end", onClientEnd)
