@@ -49,6 +49,10 @@ export interface EdgeOptions {
 const jsonError = (status: number, body: ErrorBody, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ error: body }, { status, headers })
 
+/** The 413 of a body over MAX_BODY_BYTES, however it was found out. */
+const payloadTooLarge = (headers: Record<string, string> = {}) =>
+  jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`), headers)
+
 const rateHeaders = (decision: RateDecision): Record<string, string> => ({
   "x-ratelimit-limit": String(decision.limit),
   "x-ratelimit-remaining": String(decision.remaining),
@@ -94,7 +98,7 @@ const failureResponse = (request: HttpServerRequest.HttpServerRequest, cause: Ca
   }
   if (failure instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(contractFailure(failure.issues))
   if (failure instanceof HttpServerError.RequestError && isBodyTooLarge(failure)) {
-    return Effect.succeed(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
+    return Effect.succeed(payloadTooLarge())
   }
   if (failure instanceof HttpServerError.RequestError && failure.reason === "Decode") {
     return Effect.succeed(jsonError(400, errorBody("bad_request", "the body is not valid JSON")))
@@ -207,7 +211,7 @@ export const makeEdge = (options: EdgeOptions) => {
       if (request.method === "OPTIONS") return finish(preflight(request))
       const declared = Number(request.headers["content-length"] ?? "0")
       if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-        return finish(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`)))
+        return finish(payloadTooLarge())
       }
       const pathname = new URL(request.url, "http://x").pathname.slice(API_PREFIX.length)
       const mediaType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
@@ -220,7 +224,7 @@ export const makeEdge = (options: EdgeOptions) => {
       const streamed = hasBody && request.headers["content-length"] === undefined && request.method !== "GET" && request.method !== "HEAD"
       const bodied = streamed ? yield* Effect.either(readBoundedBody(request)) : undefined
       if (bodied?._tag === "Right" && bodied.right === undefined) {
-        return finish(jsonError(413, errorBody("payload_too_large", `the request body is larger than ${MAX_BODY_BYTES} bytes`), { connection: "close" }))
+        return finish(payloadTooLarge({ connection: "close" }))
       }
       if (bodied?._tag === "Left") return finish(jsonError(400, errorBody("bad_request", `cannot read the request: ${bodied.left.message}`)))
       const served = bodied === undefined ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, bodied.right!))

@@ -1,7 +1,6 @@
 /** `host:port` addresses as written in the configuration, with IPv6 in brackets. */
 import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
-import { parseStrictAddress } from "./ipAddress.js"
 
 export interface HostPort {
   readonly host: string
@@ -16,7 +15,7 @@ const NUMERIC_LAST_LABEL = /(^|\.)(\d+|0x[0-9a-f]*)\.?$/i
 
 /** True for an IP literal (dotted quad or IPv6) or a DNS host name. */
 export const isValidHost = (host: string): boolean =>
-  parseStrictAddress(host) !== undefined ||
+  ipaddr.IPv4.isValidFourPartDecimal(host) ||
   // IPv6 has no short forms to misread; a zone id (`fe80::1%eth0`) is kept for link-local addresses.
   (host.includes(":") && ipaddr.IPv6.isValid(host)) ||
   (HOSTNAME.test(host) && !NUMERIC_LAST_LABEL.test(host))

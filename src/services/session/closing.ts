@@ -64,9 +64,9 @@ export const refuse = (socket: Socket, opening: SettledOpening, message: string)
  * A read in the login state that failed (Login Start, Encryption Response), told to the player where the protocol
  * allows: a malformed or oversized packet gets the bad-packet Disconnect (and a warning with the reason), too
  * long a wait "took too long to log in"; a player that left gets nothing. The warning is bounded like every refused
- * login's line (log/refusalLines.ts): garbage sent after a handshake costs an attacker nothing. The failure goes on, for the pipeline to
- * count and trace. The Disconnect is plain: a client that sent a malformed Encryption Response cannot be told in
- * its cipher, whose secret Portal could not read.
+ * login's line (log/refusalLines.ts): garbage sent after a handshake costs an attacker nothing. The failure goes on,
+ * for the pipeline to count and trace. The Disconnect is plain: a client that sent a malformed Encryption Response
+ * cannot be told in its cipher, whose secret Portal could not read.
  */
 export const tellLoginReadFailure = (socket: Socket, refusals: RefusalLines) => (error: ReadError): Effect.Effect<never, ReadError> => {
   switch (error._tag) {
