@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -1188,14 +1189,15 @@ napi_value PipePoolDiagnostic(napi_env env, napi_callback_info) {
 }
 
 // listenTcp(address, port, backlog, reusePort) -> fd: a listening TCP socket (non-blocking, close-on-exec,
-// SO_REUSEADDR like Node's own, SO_REUSEPORT when asked) bound to a numeric IPv4 or IPv6 address; an IPv6 wildcard
-// also takes IPv4 (as Node's listen does). The caller owns the fd: Node listens on it with listen({ fd }), or
+// SO_REUSEADDR like Node's own, SO_REUSEPORT when asked) bound to a numeric IPv4 or IPv6 address, an IPv6 one with
+// its zone id if it has one (`fe80::1%eth0`); an IPv6 wildcard also takes IPv4 (as Node's listen does). The caller owns the fd: Node listens on it with listen({ fd }), or
 // duplicates it (dupFd) for each worker thread, each closing only its own copy. Throws an Error with the errno name.
 napi_value ListenTcp(napi_env env, napi_callback_info info) {
   napi_value args[4];
   size_t argc = 4;
   napi_get_cb_info(env, info, &argc, args, nullptr, nullptr);
-  char address[INET6_ADDRSTRLEN + 1] = {0};
+  // Room for the zone id too (an interface name is at most IF_NAMESIZE - 1 characters).
+  char address[INET6_ADDRSTRLEN + IF_NAMESIZE + 1] = {0};
   size_t length = 0;
   int port = 0, backlog = 0, reusePort = 0;
   if (argc < 4 || napi_get_value_string_utf8(env, args[0], address, sizeof address, &length) != napi_ok ||
@@ -1209,14 +1211,12 @@ napi_value ListenTcp(napi_env env, napi_callback_info info) {
   int family = AF_INET;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
-  if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
+  // libuv's parsers, as Node's own listen: uv_ip6_addr reads a zone id (`%eth0`) into sin6_scope_id, which
+  // inet_pton refuses; a link-local bind must name its interface.
+  if (uv_ip4_addr(address, port, v4) == 0) {
     size = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+  } else if (uv_ip6_addr(address, port, v6) == 0) {
     family = AF_INET6;
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
     size = sizeof(sockaddr_in6);
   } else {
     napi_throw_type_error(env, nullptr, "listenTcp: the address must be a numeric IPv4 or IPv6 address");

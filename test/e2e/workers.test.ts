@@ -319,6 +319,19 @@ describe("listening", () => {
     }
   })
 
+  it("an IPv6 bind with a zone id works with workers as on one thread, with so_reuseport as without", async () => {
+    // `::1%lo` stands for a link-local address with its interface (`fe80::1%eth0`): loopback has no link-local one.
+    for (const reuse of [true, false]) {
+      const portal = await startPortal(makeConfigDir(`bind = "[::1%lo]:0"\nworker_threads = 2\nso_reuseport = ${reuse}`).configFile)
+      await portal.waitForLog(/listening on \[::1%lo\]:\d+ with 2 worker threads/)
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () => ping(portal.port, "anything.example.com", "1.20.4", undefined, "::1").then((answer) => reasonText(answer.description)))
+      )
+      expect(answers.every((text) => /No server answers/.test(text))).toBe(true)
+      await portal.stop()
+    }
+  })
+
   it("without so_reuseport the workers share one socket, and both accept", async () => {
     const backend = await startBackend("main", { hold: true })
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2`, {

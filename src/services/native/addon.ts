@@ -61,8 +61,9 @@ export interface NativeAddon {
    */
   pipePoolDiagnostic(): { idle: number; busy: number; failures: number; maxIdle: number }
   /**
-   * A listening TCP socket bound to a numeric address (SO_REUSEADDR; SO_REUSEPORT when `reusePort` is 1), owned by the
-   * caller: Node listens on it with listen({ fd }). Throws an Error with the errno name as `code`.
+   * A listening TCP socket bound to a numeric address, an IPv6 one with its zone id if any (SO_REUSEADDR; SO_REUSEPORT
+   * when `reusePort` is 1), owned by the caller: Node listens on it with listen({ fd }). Throws an Error with the errno
+   * name as `code`.
    */
   listenTcp(address: string, port: number, backlog: number, reusePort: number): number
   /** A close-on-exec duplicate of an fd. */
