@@ -40,7 +40,7 @@ import { Router } from "../services/Router.js"
 import type { EnsureResult } from "../services/ServerManager.js"
 import { MOJANG_SESSION_SERVER } from "../services/session/authentication.js"
 import { makePipeline } from "../services/session/pipeline.js"
-import { statsDataPlane } from "../services/Stats.js"
+import { connectionsOpenedBy, statsDataPlane } from "../services/Stats.js"
 import { type ConnectionTrace, makeTracing } from "../services/telemetry/connectionTrace.js"
 import { SharedMemory } from "../services/SharedMemory.js"
 import type { StatusAnswer, StatusRequest } from "../services/StatusService.js"
@@ -243,8 +243,10 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       sessionServer: process.env.PORTAL_SESSION_SERVER ?? MOJANG_SESSION_SERVER
     })
 
-    // Connection ids are unique across workers: this worker's count, with its index in the last three digits.
-    let counter = 0
+    // Connection ids are unique across workers: this worker's count, with its index in the last three digits. A
+    // replacement goes on from the count of the worker it replaces (each connection is counted as opened as it gets
+    // its id), so that an id in the logs, the admin API or a trace names one connection.
+    let counter = connectionsOpenedBy(data.stats, data.index)
     const listening = yield* listen({
       handle,
       store,

@@ -148,6 +148,13 @@ export const makeStatsBuffer = (threads: number): StatsBuffer => ({
   threads
 })
 
+/**
+ * The connections thread `thread`'s row has counted as opened: every one it gave an id to, by this thread and by the
+ * workers it replaced in that place (a replacement goes on from there, so that no id is given twice).
+ */
+export const connectionsOpenedBy = (stats: StatsBuffer, thread: number): number =>
+  new Float64Array(stats.buffer, thread * SLOTS * Float64Array.BYTES_PER_ELEMENT, SLOTS)[OPENED]!
+
 /** The increments of one thread, into its own row. */
 export const statsDataPlane = (stats: StatsBuffer, thread: number): StatsDataPlane => {
   const counters = new Float64Array(stats.buffer, thread * SLOTS * Float64Array.BYTES_PER_ELEMENT, SLOTS)

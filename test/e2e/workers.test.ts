@@ -261,6 +261,25 @@ describe("two worker threads", () => {
     expect(await movedIn()).toBeGreaterThanOrEqual(before)
   })
 
+  it("a worker's replacement goes on with its connection ids: no id is given twice", async () => {
+    const { portal } = await setup("", "", { hold: true })
+    const joinedIds = () => portal.logs.filter((line) => /joined main via/.test(line)).map((line) => /conn=(\d+)/.exec(line)?.[1])
+    await joinMany(portal.port, 8)
+    expect(workersThatLogged(portal.logs, /joined main via/)).toContain("1")
+    await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
+    await portal.waitForLog(/worker 1 replaced/, 3000)
+    const replacedAt = portal.logs.length
+    const newWorker1Joins = () => portal.logs.slice(replacedAt).filter((line) => /joined main via .*worker=1$/.test(line)).length
+    // Logins from other addresses until the new worker 1 has taken some (the kernel spreads them by address).
+    for (let i = 0; i < 8 && newWorker1Joins() === 0; i++) {
+      await Promise.all(Array.from({ length: 4 }, (_, k) => join(portal.port, "mc.example.com", { username: `n${i}${k}`, localAddress: `127.0.0.${10 + i * 4 + k}` })))
+      await waitFor(() => portal.logs.slice(replacedAt).filter((line) => /joined main via/.test(line)).length >= (i + 1) * 4 || undefined)
+    }
+    expect(newWorker1Joins()).toBeGreaterThan(0)
+    const ids = joinedIds()
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+
   it("shutdown drains both workers: their players are let go and every worker stops", async () => {
     const { portal, backend } = await setup("", "", { hold: true })
     await joinMany(portal.port, 8)
