@@ -294,6 +294,26 @@ describe("two worker threads", () => {
   })
 })
 
+describe("log lines", () => {
+  it("a session's lines have the connection's fields first and in one order, on one thread as on workers", async () => {
+    for (const threads of [1, 2]) {
+      const backend = await startBackend("main", { hold: true })
+      const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${threads}`, {
+        "main.toml": `domains = ["mc.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+      })
+      const portal = await startPortal(dir.configFile)
+      const player = await join(portal.port, "mc.example.com", { username: "Order" })
+      if (player._tag === "Joined") player.leave()
+      const worker = threads === 1 ? "" : " worker=[12]"
+      const fields = new RegExp(` conn=\\d+ ip=127\\.0\\.0\\.1 server=main${worker}$`)
+      expect(await portal.waitForLog(/Order .*joined main/)).toMatch(fields)
+      // The "left" line is written after the connection's fiber has ended, by the relay.
+      expect(await portal.waitForLog(/Order .*left main/)).toMatch(fields)
+      await portal.stop()
+    }
+  })
+})
+
 describe("listening", () => {
   it("a port something already listens on is refused at start, with so_reuseport as without", async () => {
     const port = await freePort()

@@ -29,6 +29,7 @@ import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../te
 import { relayTimeouts } from "../relay/watchdog.js"
 import { closeWith, disconnect } from "./closing.js"
 import { backendPreamble } from "./connection.js"
+import { type ConnectionLogFields, currentConnectionLog } from "../log/connectionFields.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Joined } from "./phases.js"
 
@@ -85,12 +86,19 @@ const noteFailures = (stats: StatsDataPlane, trace: ConnectionTrace | undefined,
   }
 }
 
+/**
+ * A line written after the connection's fiber has ended (the relay's end, a packet session's lines) with the
+ * connection's fields as its fiber's lines have them: first and in their order (`conn`, `ip`, `server`), as a worker's
+ * lines are written too. As annotations they came in the order of a hash map.
+ */
+const asConnection = <A>(line: Effect.Effect<A>, fields: ConnectionLogFields): Effect.Effect<A> => Effect.locally(line, currentConnectionLog, fields)
+
 export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel: network, logDetached, infoLogged, tracing }: JoinServices): JoinPhase => {
   /** Lines about a packet session, with the connection's fields, written outside any fiber. */
-  const packetLog = (annotations: Record<string, unknown>): PacketLog => ({
-    debug: (message) => logDetached(Effect.logDebug(message).pipe(Effect.annotateLogs(annotations))),
-    info: (message) => logDetached(Effect.logInfo(message).pipe(Effect.annotateLogs(annotations))),
-    warning: (message) => logDetached(Effect.logWarning(message).pipe(Effect.annotateLogs(annotations)))
+  const packetLog = (fields: ConnectionLogFields): PacketLog => ({
+    debug: (message) => logDetached(asConnection(Effect.logDebug(message), fields)),
+    info: (message) => logDetached(asConnection(Effect.logInfo(message), fields)),
+    warning: (message) => logDetached(asConnection(Effect.logWarning(message), fields))
   })
   /**
    * What runs when a player's relay ends: gives the leases back and logs the "left" line. Made out here, from just
@@ -100,7 +108,7 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
   const relayEnded = (
     who: string,
     serverId: string,
-    annotations: Record<string, unknown>,
+    fields: ConnectionLogFields,
     releases: ReadonlyArray<() => void>,
     meters: { readonly current: ByteMeter | undefined },
     trace: ConnectionTrace | undefined
@@ -127,13 +135,13 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
           `${who} left ${serverId} after ${Duration.format(Duration.millis(Date.now() - started))} ` +
             `(${outcome.end.replace("_", " ")}${outcome.detail !== undefined ? `: ${outcome.detail}` : ""}; ` +
             `in ${formatBytes(bytesIn)}, out ${formatBytes(bytesOut)})`
-        ).pipe(Effect.annotateLogs(annotations))
+        ).pipe((line) => asConnection(line, fields))
       )
     }
   }
 
   /** What a packet mode needs to log the player into the backend itself. */
-  const packetStart = (admitted: Admitted, preface: Buffer, modernSecret: string | undefined, annotations: Record<string, unknown>): PacketStart => {
+  const packetStart = (admitted: Admitted, preface: Buffer, modernSecret: string | undefined, fields: ConnectionLogFields): PacketStart => {
     const { opened, server } = admitted.route
     const { peer, reader, snapshot } = opened
     const profile = packetProfile(admitted)
@@ -176,7 +184,7 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
       modernSecret,
       channel,
       backendClosedMessage: MESSAGES.backendClosed,
-      log: packetLog(annotations)
+      log: packetLog(fields)
     }
   }
 
@@ -199,10 +207,10 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
     if (gone(client)) return CLOSED
     const releases = [admitted.lease.release, countedOnAddress]
     const preamble = backendPreamble(server, peer)
-    const annotations = { conn: connection.id, ip: peer.clientIp, server: server.id }
+    const fields: ConnectionLogFields = { conn: connection.id, ip: peer.clientIp, server: server.id }
     let packet: PacketStart | undefined
     if (mode.kind === "packet") {
-      packet = packetStart(admitted, preamble === undefined ? handshakeBytes : Buffer.concat([preamble, handshakeBytes]), modernSecret, annotations)
+      packet = packetStart(admitted, preamble === undefined ? handshakeBytes : Buffer.concat([preamble, handshakeBytes]), modernSecret, fields)
     } else {
       const replay = [handshakeBytes, admitted.start.raw, reader.takeBuffered()]
       // Not waited for: the relay starts at once and reports a failed write as the backend's error.
@@ -213,7 +221,7 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
     const start = () => {
       const meters: { current: ByteMeter | undefined } = { current: undefined }
       const timeouts = relayTimeouts(server.config.timeouts.read, server.config.timeouts.write)
-      const onEnd = relayEnded(admitted.who, server.id, annotations, releases, meters, connection.trace)
+      const onEnd = relayEnded(admitted.who, server.id, fields, releases, meters, connection.trace)
       const live = relay.start(mode, packet === undefined ? { client, backend: backendSocket, timeouts, onEnd } : { client, backend: backendSocket, timeouts, onEnd, packet })
       meters.current = live.meter
       admitted.lease.attachBackend(via, live.meter)
