@@ -111,12 +111,13 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     soon()
   }
   /** The worker's logger: every line goes to the main thread, which writes it with its own logger. */
-  const relayLogger = Logger.make(({ annotations, cause, context, logLevel, message }) => {
+  const relayLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
     logs.push({
       level: logLevel.label,
       message: messageText(message),
       fields: logFieldsOf({ annotations, context }),
-      cause: Cause.isEmpty(cause) ? undefined : Cause.pretty(cause)
+      cause: Cause.isEmpty(cause) ? undefined : Cause.pretty(cause),
+      at: date.getTime()
     })
     soon()
   })

@@ -15,6 +15,7 @@
  * - On shutdown every worker drains (stops accepting, gives sessions the grace period), then the main thread goes.
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -90,7 +91,35 @@ const causeOfText = (text: string): Cause.Cause<never> => {
   return Cause.die(error)
 }
 
-/** A worker's log line, written by this thread's logger with the worker's fields. */
+/**
+ * This thread's clock, but for the time a log line is stamped with: the time the worker logged it. A logger dates a
+ * line from the fiber's clock; without this a worker's lines carried the time this thread wrote them, a batch (or,
+ * with this thread busy, much more) after the event and out of order with its own lines.
+ */
+class LoggedAt implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  constructor(
+    private readonly clock: Clock.Clock,
+    private readonly at: number
+  ) {}
+  unsafeCurrentTimeMillis(): number {
+    return this.at
+  }
+  get currentTimeMillis(): Effect.Effect<number> {
+    return Effect.succeed(this.at)
+  }
+  unsafeCurrentTimeNanos(): bigint {
+    return this.clock.unsafeCurrentTimeNanos()
+  }
+  get currentTimeNanos(): Effect.Effect<bigint> {
+    return this.clock.currentTimeNanos
+  }
+  sleep(duration: Duration.Duration): Effect.Effect<void> {
+    return this.clock.sleep(duration)
+  }
+}
+
+/** A worker's log line, written by this thread's logger with the worker's fields and the time it was logged at. */
 const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
   const level = LogLevel.allLevels.find((known) => known.label === record.level) ?? LogLevel.Info
   const connection: Partial<Record<"conn" | "ip" | "server", unknown>> = {}
@@ -101,7 +130,7 @@ const relayLog = (record: WorkerLogRecord): Effect.Effect<void> => {
   }
   // The worker's cause (its text) is logged as a cause here too, so the line looks as it would on one thread.
   const logged = record.cause === undefined ? Effect.logWithLevel(level, record.message) : Effect.logWithLevel(level, record.message, causeOfText(record.cause))
-  const line = Effect.annotateLogs(logged, annotations)
+  const line = Effect.clockWith((clock) => Effect.withClock(Effect.annotateLogs(logged, annotations), new LoggedAt(clock, record.at)))
   return typeof connection.conn === "number"
     ? Effect.locally(line, currentConnectionLog, {
         conn: connection.conn,

@@ -312,6 +312,23 @@ describe("log lines", () => {
       await portal.stop()
     }
   })
+
+  it("a worker's line has the time it was logged at, however late the main thread writes it", async () => {
+    const { portal } = await setup("", "", { hold: true })
+    const player = await join(portal.port, "mc.example.com", { username: "Late" })
+    expect(player._tag).toBe("Joined")
+    await waitFor(async () => (await registry(portal, (r) => r.total)) === 1, { what: "the player listed" })
+    // A kick reaches the worker at once (a message); it logs "left" while the main thread (this one) is busy.
+    const leftAt = Date.now()
+    const kicked = registry(portal, (r) => r.endWhere(() => true, "bye"))
+    while (Date.now() - leftAt < 400) {
+      // busy
+    }
+    expect(await kicked).toBe(1)
+    await portal.waitForLog(/Late .*left main/)
+    const index = portal.logs.findIndex((line) => /Late .*left main/.test(line))
+    expect(portal.logTimes[index]! - leftAt).toBeLessThan(200)
+  })
 })
 
 describe("listening", () => {

@@ -9,6 +9,8 @@ import { waitFor } from "./wait.js"
 export interface RunningPortal {
   readonly port: number
   readonly logs: Array<string>
+  /** When each line of `logs` says it was logged (epoch ms), at the same index. */
+  readonly logTimes: Array<number>
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>
   run<A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof MainLayer>>>): Promise<A>
   stop(): Promise<void>
@@ -24,10 +26,12 @@ process.env.PORTAL_SHUTDOWN_GRACE_MS ??= "300"
 /** `workerLogLevel`: what worker threads log (their lines reach `logs` through the main thread); info by default. */
 export const startPortal = async (configFile: string, options: { dev?: boolean; workerLogLevel?: "debug" | "info" } = {}): Promise<RunningPortal> => {
   const logs: Array<string> = []
-  const capture = Logger.make(({ message, logLevel, annotations, context }) => {
+  const logTimes: Array<number> = []
+  const capture = Logger.make(({ message, logLevel, annotations, context, date }) => {
     const text = Array.isArray(message) ? message.join(" ") : String(message)
     const fields = logFieldsOf({ annotations, context }).map(([key, value]) => `${key}=${String(value)}`).join(" ")
     logs.push(`${logLevel.label} ${text}${fields.length > 0 ? ` ${fields}` : ""}`)
+    logTimes.push(date.getTime())
   })
   const log = options.workerLogLevel === undefined ? {} : { log: { format: "pretty" as const, level: options.workerLogLevel, colors: false } }
   const layer = MainLayer({ configFile, dev: options.dev ?? false, ...log }).pipe(
@@ -39,6 +43,7 @@ export const startPortal = async (configFile: string, options: { dev?: boolean; 
   const portal: RunningPortal = {
     port: address.port,
     logs,
+    logTimes,
     waitForLog: (pattern, timeoutMs = 5000) =>
       waitFor(() => logs.find((line) => pattern.test(line)), { timeoutMs, what: `log ${pattern}\n${logs.join("\n")}` }),
     run: (effect) => runtime.runPromise(effect),

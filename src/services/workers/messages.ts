@@ -113,4 +113,6 @@ export interface WorkerLogRecord {
   /** The line's fields in order: the connection's (conn, ip, server), then the annotations (worker, ...). */
   readonly fields: ReadonlyArray<readonly [string, unknown]>
   readonly cause: string | undefined
+  /** When the worker logged it (epoch ms): the main thread writes it up to a batch later, or later still when busy. */
+  readonly at: number
 }
