@@ -5,8 +5,9 @@
 //   node scripts/generate-packet-ids.mjs --stdout   print what would be written (the test compares it)
 //
 // Versions covered: every version minecraft-protocol supports (its `supportedVersions`, 1.7 to 26.1), plus the other
-// release versions between them for which minecraft-data has a protocol definition (1.12.1, 1.16.2, 1.18.1, ...), so
-// that a player on such a release is not refused. Versions that share a protocol number share one table.
+// release versions between them for which minecraft-data has a protocol definition (1.12.1, 1.16.2, 1.18.1, ...), and
+// the releases it lists without one (1.9.1, 1.14.2) where the versions either side have the same ids, so that a player
+// on such a release is not refused. Versions that share a protocol number share one table.
 import { writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, resolve } from "node:path"
@@ -174,7 +175,7 @@ const coveredVersions = () => {
     if (!names.includes(entry.minecraftVersion)) names.push(entry.minecraftVersion)
     releaseNames.set(entry.version, names)
   }
-  return [...chosen]
+  const covered = [...chosen]
     .sort((a, b) => a[0] - b[0])
     .map(([protocol, dataVersion]) => ({
       protocol,
@@ -182,6 +183,36 @@ const coveredVersions = () => {
       names: releaseNames.get(protocol) ?? [dataVersion],
       table: tableOf(dataVersion, protocolDefinition(mcData, dataVersion))
     }))
+  return [...covered, ...releasesWithoutDefinition(mcData, covered)].sort((a, b) => a.protocol - b.protocol)
+}
+
+/**
+ * Releases inside the range whose protocol number minecraft-data lists but has no definition of its own (1.9.1 is
+ * 108 between 1.9's 107 and 1.9.2's 109; 1.14.2 is 485): covered with the table of the versions either side when those
+ * two agree, since the ids did not change across them. Otherwise a player on such a release would be refused with a
+ * message naming a range that includes their version.
+ */
+const releasesWithoutDefinition = (mcData, covered) => {
+  const min = covered[0].protocol
+  const max = covered[covered.length - 1].protocol
+  const known = new Set(covered.map((v) => v.protocol))
+  const names = new Map()
+  for (const entry of [...mcData.versions.pc].reverse()) {
+    const protocol = entry.version
+    if (!entry.usesNetty || !RELEASE.test(entry.minecraftVersion) || known.has(protocol) || protocol < min || protocol > max) continue
+    names.set(protocol, [...(names.get(protocol) ?? []), entry.minecraftVersion])
+  }
+  const found = []
+  for (const [protocol, releaseNames] of names) {
+    const below = covered.filter((v) => v.protocol < protocol).at(-1)
+    const above = covered.find((v) => v.protocol > protocol)
+    if (below === undefined || above === undefined) continue
+    if (tableSource(below.table) !== tableSource(above.table)) {
+      throw new Error(`${releaseNames.join("/")} (protocol ${protocol}) has no definition, and the tables of ${below.dataVersion} and ${above.dataVersion} differ`)
+    }
+    found.push({ protocol, dataVersion: below.dataVersion, names: releaseNames, table: below.table })
+  }
+  return found
 }
 
 const protocolDefinition = (mcData, name) => {

@@ -170,19 +170,26 @@ describe("packet modes with real clients", () => {
     })
     const portal = await startPortal(dir.configFile)
     const { encodeHandshake } = await import("../../src/protocol/handshake.js")
-    const attempt = (host: string) =>
+    const attempt = (host: string, protocolVersion = 9999) =>
       new Promise<Buffer>((resolve) => {
         const socket = net.connect(portal.port, "127.0.0.1")
         const chunks: Array<Buffer> = []
         socket.on("data", (chunk) => chunks.push(chunk))
         socket.on("error", () => {})
         socket.on("close", () => resolve(Buffer.concat(chunks)))
-        socket.write(encodeHandshake({ protocolVersion: 9999, address: host, port: 25565, nextState: 2 }))
+        socket.write(encodeHandshake({ protocolVersion, address: host, port: 25565, nextState: 2 }))
+        // Login Start of the versions before 1.19: the name alone.
+        socket.write(Buffer.from([0x07, 0x00, 0x05, ...Buffer.from("Alice")]))
         setTimeout(() => socket.destroy(), 2000)
       })
     const refused = (await attempt("off.example")).toString("utf8")
     expect(refused).toContain(`supports Minecraft ${supportedRangeText()}`)
     await portal.waitForLog(/protocol version 9999 is not supported by the packet modes/)
+    // 1.9.1 and 1.14.2 lie inside that range (minecraft-data has no definition of their own): they are let in.
+    for (const protocolVersion of [108, 485]) {
+      expect((await attempt("off.example", protocolVersion)).toString("utf8")).not.toContain("supports Minecraft")
+      expect(backend.handshakes.map((entry) => entry.protocolVersion)).toContain(protocolVersion)
+    }
     // A raw mode does not look at versions: the connection is relayed (and the backend, not Portal, decides).
     expect((await attempt("raw.example")).toString("utf8")).not.toContain("supports Minecraft")
     expect(portal.logs.filter((line) => line.includes("is not supported by the packet modes"))).toHaveLength(1)

@@ -32,7 +32,17 @@ describe("packet id table", () => {
   })
 
   it("knows nothing of versions outside it", () => {
-    for (const protocol of [4, 0, -1, 108, 485, 776, 1_073_741_839]) expect(packetIdsFor(protocol)).toBeUndefined()
+    for (const protocol of [4, 0, -1, 776, 1_073_741_839]) expect(packetIdsFor(protocol)).toBeUndefined()
+  })
+
+  it("covers the releases inside it that minecraft-data lists without a definition, with their neighbours' ids", () => {
+    // 1.9.1 and 1.14.2: a player on either is inside the range a refusal names, so must not be refused.
+    expect(packetIdsFor(108)).toBe(packetIdsFor(107))
+    expect(packetIdsFor(108)).toBe(packetIdsFor(109))
+    expect(versionNamesOf(108)).toEqual(["1.9.1"])
+    expect(packetIdsFor(485)).toBe(packetIdsFor(480))
+    expect(packetIdsFor(485)).toBe(packetIdsFor(490))
+    expect(versionNamesOf(485)).toEqual(["1.14.2"])
   })
 
   it("shares one object between versions with identical tables", () => {
