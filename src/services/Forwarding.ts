@@ -79,7 +79,9 @@ const encodeBackendHandshake = (
     // is told in properties instead.
     const properties = [...(profile?.properties ?? []), ...forgeProperties(suffix, "legacy")]
     address = legacyForwardingAddress({
-      host: target.host,
+      // The host without an SRV target's trailing dot, as BungeeCord and Velocity forward it: backends read it as
+      // the player's virtual host (Paper's getHostname), and plugins compare it with their domains.
+      host: target.host.replace(/\.$/, ""),
       clientIp: input.clientIp,
       uuid: profile?.uuid ?? login.uuid ?? offlineUuid(login.name),
       properties: mode === "legacy_guard" && secret !== undefined ? [...properties, bungeeGuardProperty(secret)] : properties

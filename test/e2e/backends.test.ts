@@ -217,6 +217,10 @@ describe("limits and rewriting", () => {
     // A 1.20.4 client sends its UUID in Login Start; that one is forwarded.
     await join(portal.port, "b.example.com", { version: "1.20.4", username: "Alex" })
     expect(backend.handshakes.at(-1)!.host.split("\0")[2]).toMatch(/^[0-9a-f]{32}$/)
+    // A client that found the server through an SRV record writes the target with its trailing dot: the backend
+    // sees the host without it (the case as the player wrote it), as BungeeCord and Velocity forward it.
+    await join(portal.port, "B.Example.com.", { version: "1.12.2", username: "Alex" })
+    expect(backend.handshakes.at(-1)!.host.split("\0")[0]).toBe("B.Example.com")
   })
 
   it("legacy forwarding of a 1.7-1.12 Forge client: the marker it drops is told in forgeClient and extraData", async () => {
