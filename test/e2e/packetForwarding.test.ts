@@ -1,7 +1,8 @@
 /**
  * What the backend learns in the packet modes: Velocity's modern forwarding (a backend that implements its side
- * checks the HMAC and decodes the payload), and the legacy BungeeCord plugin channel (a backend's plugin asks,
- * Portal answers as BungeeCord would), proxy-wide with players on two worker threads, and on one thread.
+ * checks the HMAC and decodes the payload), a 1.19-1.19.2 player's chat key in Login Start, and the legacy
+ * BungeeCord plugin channel (a backend's plugin asks, Portal answers as BungeeCord would), proxy-wide with players
+ * on two worker threads, and on one thread.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
@@ -191,6 +192,70 @@ const joinOn = async (portal: RunningPortal, backend: PacketBackend, options: Cl
   }
   throw new Error(`${options.username} never landed on the worker wanted`)
 }
+
+describe("the Login Start the backend gets", () => {
+  it("a 1.19-1.19.2 player's chat key reaches the backend in Login Start where the backend's UUID for the player is the key's", { timeout: 30_000 }, async () => {
+    const session = await startSessionService()
+    process.env.PORTAL_SESSION_SERVER = session.url
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`,
+      "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 1024 })
+    const expiresOn = new Date(Date.now() + 3_600_000)
+    const keyDer = publicKey.export({ type: "spki", format: "der" })
+    for (const [version, mode, username] of [["1.19", "off", "KeyedOld"], ["1.19.2", "off", "KeyedOff"], ["1.19.2", "on", "KeyedOn"]] as const) {
+      const account = session.account(username)
+      const signature = randomBytes(512)
+      const signatureV2 = randomBytes(512)
+      const joined = new Promise<string>((resolve) => {
+        const client = mc.createClient({
+          host: "127.0.0.1",
+          port: portal.port,
+          fakeHost: `${mode}.example`,
+          username,
+          version,
+          hideErrors: true,
+          sessionServer: session.url,
+          // A login whose Login Start carries a chat key and the account's UUID, as a client with an account sends;
+          // online against the fake session service in client_only (the Encryption Response is then signed with the key).
+          auth: (self: Record<string, unknown>, options: Record<string, unknown> & { connect: (client: unknown) => void }) => {
+            self.username = username
+            self.uuid = dashed(account.id)
+            self.session = { accessToken: account.accessToken, selectedProfile: { id: account.id, name: username } }
+            self.profileKeys = { public: publicKey, private: privateKey, expiresOn, signature, signatureV2 }
+            if (mode === "on") {
+              options.accessToken = account.accessToken
+              options.haveCredentials = true
+            }
+            options.connect(self)
+          }
+        })
+        client.on("error", () => {})
+        client.on("system_chat", () => resolve("joined"))
+        client.on("disconnect", (packet: { reason: string }) => resolve(packet.reason))
+        client.on("kick_disconnect", (packet: { reason: string }) => resolve(packet.reason))
+        client.on("end", () => resolve("end"))
+        setTimeout(() => resolve("timeout"), 10_000)
+      })
+      expect({ username, outcome: await joined }).toEqual({ username, outcome: "joined" })
+      const seen = backend.loginStarts.find((entry) => entry.name === username)
+      if (version === "1.19.2" && mode === "off") {
+        // 1.19.1+ signs the key for the account's UUID; the backend knows this player by the offline-mode UUID and
+        // would refuse the key as forged: it stays out.
+        expect(seen, username).toEqual({ name: username, uuid: offlineUuid(username), key: undefined })
+        continue
+      }
+      expect(seen?.key?.timestamp, username).toBe(BigInt(expiresOn.getTime()))
+      expect(seen?.key?.publicKey.equals(keyDer), username).toBe(true)
+      // 1.19 signs the key alone; 1.19.1+ with the UUID it was issued for, the authenticated one in client_only.
+      expect(seen?.key?.signature.equals(version === "1.19" ? signature : signatureV2), username).toBe(true)
+      expect(seen?.uuid, username).toBe(version === "1.19" ? undefined : dashed(account.id))
+    }
+  })
+})
 
 describe("configuration warnings on reload", () => {
   it("a server file changed to client_only without forwarding is warned about when it arrives, once", { timeout: 20_000 }, async () => {

@@ -47,10 +47,19 @@ export interface PlayerOnBackend {
   keepAlives: number
 }
 
+/** A Login Start as the backend read it; `key` is a 1.19-1.19.2 chat key, `uuid` the UUID field where the version has one. */
+export interface LoginStartSeen {
+  readonly name: string
+  readonly uuid: string | undefined
+  readonly key: { readonly timestamp: bigint; readonly publicKey: Buffer; readonly signature: Buffer } | undefined
+}
+
 export interface PacketBackend {
   readonly port: number
   /** Handshakes as the backend received them (address with forwarding payload). */
   readonly handshakes: Array<{ host: string; protocolVersion: number }>
+  /** Login Starts as the backend received them. */
+  readonly loginStarts: Array<LoginStartSeen>
   readonly players: Map<string, PlayerOnBackend>
   /** Server-side clients by name, for tests that make the backend do something. */
   readonly clients: Map<string, McClient>
@@ -92,6 +101,7 @@ export const startPacketBackend = async (options: { compressionThreshold?: numbe
   const backend: PacketBackend = {
     port: (server.socketServer.address() as net.AddressInfo).port,
     handshakes: [],
+    loginStarts: [],
     players: new Map(),
     clients: new Map(),
     close: () =>
@@ -105,6 +115,21 @@ export const startPacketBackend = async (options: { compressionThreshold?: numbe
   server.on("connection", (client: McClient) => {
     client.once("set_protocol", (packet: { serverHost: string; protocolVersion: number }) => {
       backend.handshakes.push({ host: packet.serverHost, protocolVersion: packet.protocolVersion })
+    })
+    // Login Start is noted first; a chat key is then taken off it, since minecraft-protocol's server checks a key
+    // against Mojang's signature, which no test key has.
+    const login = client.listeners("login_start") as Array<(packet: unknown) => void>
+    client.removeAllListeners("login_start")
+    type Key = { timestamp: [number, number]; publicKey: Buffer; signature: Buffer }
+    client.once("login_start", (packet: { username: string; playerUUID?: string; signature?: Key | null }) => {
+      const key = packet.signature ?? undefined
+      backend.loginStarts.push({
+        name: packet.username,
+        uuid: packet.playerUUID ?? undefined,
+        // minecraft-protocol reads an i64 as [high, low].
+        key: key === undefined ? undefined : { ...key, timestamp: (BigInt(key.timestamp[0]) << 32n) | BigInt(key.timestamp[1] >>> 0) }
+      })
+      for (const listener of login) listener({ ...packet, signature: undefined })
     })
   })
   server.on("playerJoin", (client: McClient) => {

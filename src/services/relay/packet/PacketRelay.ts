@@ -12,7 +12,7 @@
  * differ (a later switch), frames are re-framed (`reencodeFrame`).
  *
  * The backend login: Portal sends the handshake the join built (with legacy / legacy_guard forwarding), its own
- * Login Start (the authenticated profile in client_only), answers `velocity:player_info` itself (modern
+ * Login Start (the authenticated profile in client_only; a 1.19-1.19.2 player's chat key where it fits), answers `velocity:player_info` itself (modern
  * forwarding), passes other login plugin requests to the player (their answers come back as they are), follows Set
  * Compression (the player gets it too), refuses a backend that asks for encryption, and forwards Login Success.
  */
@@ -36,7 +36,7 @@ import { encodeModernForwardingResponse, MODERN_FORWARDING_CHANNEL } from "../..
 import { PacketReader } from "../../../protocol/PacketReader.js"
 import { type PacketIds, packetIdsFor } from "../../../protocol/packetIds.js"
 import { plainText, type TextComponent } from "../../../protocol/text.js"
-import { PV_1_13, PV_1_20_2, PV_1_8 } from "../../../protocol/versions.js"
+import { PV_1_13, PV_1_19_1, PV_1_20_2, PV_1_8 } from "../../../protocol/versions.js"
 import { MESSAGES } from "../../session/messages.js"
 import { LINGER_MS, type ByteMeter, type LiveRelay, type RelayEnd, type RelayOutcome, type RelayStart } from "../RelayMode.js"
 import type { RelayWatchdog, Watched } from "../watchdog.js"
@@ -140,8 +140,18 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     player.on("end", this.onPlayerEnd).on("error", this.onPlayerError).on("close", this.onPlayerClose)
     this.attachBackend(this.link)
     liveSessions.add(this)
-    // The backend first hears the handshake, then Portal's own Login Start for the player.
-    const loginStart = encodeLoginStartBody({ name: login.name, uuid: login.uuid, protocolVersion: login.protocolVersion })
+    // The backend first hears the handshake, then Portal's own Login Start for the player, with a 1.19-1.19.2 player's
+    // chat key as BungeeCord and Velocity send it: a backend that enforces secure profiles (those versions' default)
+    // refuses a login without one. From 1.19.1 a key is signed for one UUID and the backend checks it against the
+    // player's UUID as it knows it, so it goes only where that is the key's own (client_only, an honest client): an
+    // offline-mode UUID would turn it into a refusal for a bad key.
+    const keyFits = login.protocolVersion < PV_1_19_1 || login.keyHolder === login.uuid
+    const loginStart = encodeLoginStartBody({
+      name: login.name,
+      uuid: login.uuid,
+      protocolVersion: login.protocolVersion,
+      publicKey: keyFits ? login.publicKey : undefined
+    })
     this.link.write(Buffer.concat([start.preface, encodeFrame(ids.login.serverbound.loginStart, loginStart, -1)]))
     if (start.encryption !== undefined) this.playerDecoder.setDecryption(start.encryption.decrypt)
     if (start.buffered.length > 0) this.onPlayerData(start.buffered)

@@ -21,7 +21,10 @@ export interface PacketLogin {
   readonly clientPort: number
   /** The chat key of a 1.19-1.19.2 Login Start, for modern forwarding v2/v3. */
   readonly publicKey?: PlayerPublicKey | undefined
-  /** Whose key it is (v3): the UUID that Login Start carried, when it carried one. */
+  /**
+   * Whose key it is: the UUID that Login Start carried, when it carried one (modern forwarding v3; the backend's Login
+   * Start carries a 1.19.1+ key only when this is the player's `uuid`).
+   */
   readonly keyHolder?: string | undefined
   /** What followed the host in the player's handshake address (a Forge client's marker), for modern forwarding. */
   readonly addressSuffix: string
