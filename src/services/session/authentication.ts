@@ -158,8 +158,8 @@ export const askHasJoined = (
         profile: {
           uuid: uuid.uuid,
           name: profile.name,
-          properties: profile.properties.map((property) =>
-            property.signature === undefined ? { name: property.name, value: property.value } : { name: property.name, value: property.value, signature: property.signature }
+          properties: profile.properties.map(({ name, value, signature }) =>
+            signature === undefined || signature === null ? { name, value } : { name, value, signature }
           )
         }
       })

@@ -1,7 +1,7 @@
 /**
  * The session service's answer to `hasJoined` (200): `{"id": "<32 hex>", "name", "properties": [{name, value,
- * signature?}]}`. Loaded with a dynamic import on the first client_only login (session/authentication.ts): Schema
- * is more memory than a data plane that never authenticates should carry.
+ * signature?}]}`, a null signature being an unsigned property. Loaded with a dynamic import on the first client_only
+ * login (session/authentication.ts): Schema is more memory than a data plane that never authenticates should carry.
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -10,7 +10,8 @@ import { describeParseError } from "../parseIssue.js"
 const Property = Schema.Struct({
   name: Schema.String,
   value: Schema.String,
-  signature: Schema.optional(Schema.String)
+  // Absent when unsigned; some services write null instead, which Mojang's authlib (Gson) reads the same way.
+  signature: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 export const SessionProfile = Schema.Struct({

@@ -103,4 +103,16 @@ describe("askHasJoined, the request's life", () => {
       })
     }
   })
+
+  it("a property whose signature is null is an unsigned property, as Mojang's authlib reads it", async () => {
+    const text = JSON.stringify({ id: "0123456789abcdef0123456789abcdef", name: "Steve", properties: [{ name: "textures", value: "dGV4dHVyZXM=", signature: null }] })
+    const server = http.createServer((_request, response) => response.writeHead(200, { "content-type": "application/json" }).end(text))
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    expect(await Effect.runPromise(askHasJoined(base, "Steve", "hash", 2_000))).toEqual({
+      _tag: "Joined",
+      profile: { uuid: "01234567-89ab-cdef-0123-456789abcdef", name: "Steve", properties: [{ name: "textures", value: "dGV4dHVyZXM=" }] }
+    })
+  })
 })
