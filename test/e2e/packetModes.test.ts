@@ -2,7 +2,7 @@
  * The packet modes with real peers: minecraft-protocol clients of many versions through Portal in `offline` and in
  * `client_only` (online-mode clients against a fake session service), minecraft-protocol backends that compress;
  * chat and keep-alives both ways for 20 s; what the backend learns through legacy forwarding; ending a session
- * from outside in play; the backend closing; a backend that cannot be reached.
+ * from outside in play; the backend's kicks; the backend closing; a backend that cannot be reached.
  */
 import { Effect } from "effect"
 import * as net from "node:net"
@@ -132,6 +132,34 @@ describe("packet modes with real clients", () => {
       expect(await endSession(portal, `Back_${mode}`, "kicked in play again")).toBe(true)
       expect(await back.ended).toBe("kicked in play again")
     }
+  })
+
+  it("the backend's kick in configuration and in play: the player sees its reason, and the log names it", { timeout: 30_000 }, async () => {
+    const session = await startSessionService()
+    process.env.PORTAL_SESSION_SERVER = session.url
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
+    const portal = await startPortal(dir.configFile)
+    for (const [version, mode] of [["1.12.2", "off"], ["1.20.4", "on"], [NEWEST_VERSION, "off"]] as const) {
+      const name = `Kicked_${mode}_${version.replace(/\./g, "_")}`.slice(0, 16)
+      const player = connectClient(portal.port, { version, username: name, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })
+      expect((await player.joined)._tag).toBe("Joined")
+      backend.clients.get(name).end(`kicked in play, ${name}`)
+      expect(await player.ended).toBe(`kicked in play, ${name}`)
+      await portal.waitForLog(new RegExp(`the backend disconnected the player: kicked in play, ${name}`))
+    }
+    // In configuration (1.20.2+): the backend reconfigures the player, then refuses it there.
+    const name = "Reconfigured"
+    const player = connectClient(portal.port, { version: NEWEST_VERSION, username: name, host: "on.example", session })
+    expect((await player.joined)._tag).toBe("Joined")
+    const serverSide = backend.clients.get(name)
+    const acknowledged = new Promise((resolve) => serverSide.once("configuration_acknowledged", resolve))
+    serverSide.write("start_configuration", {})
+    await acknowledged
+    serverSide.state = "configuration"
+    serverSide.write("disconnect", { reason: { type: "compound", name: "", value: { text: { type: "string", value: "not while configuring" } } } })
+    expect(await player.ended).toBe("not while configuring")
+    await portal.waitForLog(/the backend disconnected the player: not while configuring/)
   })
 
   it("the backend closing in play or refusing to answer: the player is told, in every state", { timeout: 30_000 }, async () => {

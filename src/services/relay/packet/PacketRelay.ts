@@ -451,6 +451,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
     if (packet._tag === "Invalid") return this.backendBroke(packet.reason)
     const reason = decodeDisconnectBody(packet.body, this.protocolVersion)
     if (reason._tag === "Invalid") return this.backendBroke(reason.reason)
+    // Said as the login's refusal is: the "left" line alone would only say that the backend closed.
+    this.start.log.info(`the backend disconnected the player: ${plainText(reason.value)}`)
     this.passDown(frame)
     this.endAfterDisconnect()
   }
