@@ -92,7 +92,8 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
     const balancer = yield* Balancer
     const manager = yield* Effect.serviceOption(ServerManager)
     const probes = yield* FiberMap.make<string>()
-    const globalLimit = yield* Effect.makeSemaphore((yield* store.get).global.active_health.max_concurrent)
+    let globalSize = (yield* store.get).global.active_health.max_concurrent
+    const globalLimit = yield* Effect.makeSemaphore(globalSize)
     const serverLimits = new Map<string, { readonly size: number; readonly semaphore: Effect.Semaphore }>()
     /** What each probe loop was started with, to restart it when its settings change. */
     const running = new Map<string, string>()
@@ -151,6 +152,11 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
     /** Starts, restarts and stops probe loops so that they match the configuration. */
     const reconcile = Effect.gen(function* () {
       const snapshot = yield* store.get
+      // [active_health] applies on SIGHUP like the rest of proxy.toml: the bound across all probes too.
+      if (snapshot.global.active_health.max_concurrent !== globalSize) {
+        globalSize = snapshot.global.active_health.max_concurrent
+        yield* globalLimit.resize(globalSize)
+      }
       const wanted = new Map<string, { server: ServerDefinition; address: BackendAddress; settings: ActiveHealth }>()
       for (const server of snapshot.servers.values()) {
         const settings = effectiveHealth(snapshot.global.active_health, server)

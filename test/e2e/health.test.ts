@@ -139,6 +139,34 @@ describe("active health checks", () => {
     // The other server has no probes: its address stays healthy although nothing listens there.
     expect((await statusOf(portal, "other"))[0]!.healthy).toBe(true)
   })
+
+  it("the global max_concurrent bounds probes across servers, and a reload of proxy.toml changes the bound", { timeout: 30_000 }, async () => {
+    const holes = await Promise.all(Array.from({ length: 6 }, () => blackHole()))
+    const server = (name: string, own: typeof holes) =>
+      [
+        `domains = ["${name}.example.com"]`,
+        `addresses = [${own.map((hole) => `"127.0.0.1:${hole.port}"`).join(", ")}]`,
+        // Each server alone may have all three of its probes in flight: only the global bound holds them back.
+        `active_health = { max_concurrent = 3 }`
+      ].join("\n")
+    const global = (bound: number) =>
+      `bind = "127.0.0.1:0"\n[active_health]\nenabled = true\nkind = "status_ping"\ninterval = "100ms"\nunhealthy_interval = "100ms"\ntimeout = "400ms"\nmax_concurrent = ${bound}\n`
+    const dir = makeConfigDir(global(6), { "a.toml": server("a", holes.slice(0, 3)), "b.toml": server("b", holes.slice(3)) })
+    const portal = await startPortal(dir.configFile)
+    await waitFor(async () => ((await statusOf(portal, "a")).every((a) => !a.healthy) ? true : undefined), { what: "all down" })
+    dir.write("proxy.toml", global(1))
+    await portal.run(Effect.flatMap(ConfigStore, (store) => store.reloadGlobal))
+    // Probes started before the reload finish within their 400 ms timeout.
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    const samples: Array<number> = []
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      samples.push(await countOpen(holes.map((hole) => hole.port)))
+    }
+    expect(Math.max(...samples)).toBeGreaterThanOrEqual(1)
+    expect(Math.max(...samples)).toBeLessThanOrEqual(1)
+    expect(portal.logs.filter((line) => line.includes("needs a restart"))).toEqual([])
+  })
 })
 
 /**
