@@ -1,6 +1,7 @@
 /** The global file, `proxy.toml`: every table, option and default of the specification. */
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import {
   ACTIVE_HEALTH_KINDS,
@@ -130,13 +131,39 @@ export const WebRateLimit = Schema.Struct({
 export const WEB_KEY_MIN_LENGTH = 16
 export const WEB_KEY_PLACEHOLDER = "CHANGE-ME"
 
+const ORIGIN_SHAPE = 'expected an origin such as "https://admin.example.com" or "http://127.0.0.1:3000"'
+
+/**
+ * A CORS origin, compared with the browser's `Origin` header as it sends it: scheme, host and a port other than the
+ * scheme's own, lower-cased, without a path. A near miss (`admin.example.com`, a trailing `/`, `*`) would otherwise
+ * never match, and the allowed page would get no CORS answer with nothing said.
+ */
+export const CorsOrigin = Schema.transformOrFail(Schema.String, Schema.String, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const fail = (why: string) => ParseResult.fail(new ParseResult.Type(ast, text, `${JSON.stringify(text)} ${why}; ${ORIGIN_SHAPE}`))
+    if (text.trim() === "*") return fail("is not accepted: list each origin allowed")
+    let url: URL
+    try {
+      url = new URL(text.trim())
+    } catch {
+      return fail("is not an origin")
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") return fail(`has scheme "${url.protocol.replace(/:$/, "")}"`)
+    if (url.username.length > 0 || url.password.length > 0) return fail("holds credentials")
+    if (url.pathname !== "/" || url.search.length > 0 || url.hash.length > 0 || /[?#]/.test(text)) return fail("has a path, query or fragment")
+    return ParseResult.succeed(url.origin)
+  },
+  encode: ParseResult.succeed
+}).annotations({ identifier: "CorsOrigin" })
+
 /** `[web]`; `enable_webui` stays absent when not written so that it can follow `enable_api`. */
 export const Web = Schema.Struct({
   enable_api: withDefault(Schema.Boolean, () => true),
   enable_webui: optional(Schema.Boolean),
   bind: withDefault(hostPortSchema({ allowPortZero: true }), () => ({ host: "127.0.0.1", port: 8080 })),
   api_key: optional(Schema.String),
-  cors_origins: withDefault(Schema.Array(NonEmptyString), () => []),
+  cors_origins: withDefault(Schema.Array(CorsOrigin), () => []),
   rate_limit: withDefault(WebRateLimit, emptyTable(WebRateLimit))
 }).annotations({ identifier: "Web" })
 

@@ -98,6 +98,21 @@ describe("[web] rules", () => {
     expect(globalProblems(`[web]\nbind = "127.0.0.1:8080"`)).toEqual([])
     expect(globalProblems(`[web]\nbind = "[::1]:8080"`)).toEqual([])
   })
+  it("cors_origins holds origins as browsers send them: near misses are refused, the rest written in one form", () => {
+    const origins = (list: string) =>
+      Either.match(decodeGlobalText("proxy.toml", `[web]\ncors_origins = ${list}`), { onLeft: () => undefined, onRight: (c) => c.web?.cors_origins })
+    expect(origins(`["https://Admin.Example.com", "https://a.example.com:443", "http://127.0.0.1:3000/"]`)).toEqual([
+      "https://admin.example.com",
+      "https://a.example.com",
+      "http://127.0.0.1:3000"
+    ])
+    expect(globalProblems(`[web]\ncors_origins = ["*", "admin.example.com", "https://a.example.com/ui", "ftp://a.example.com"]`)).toEqual([
+      'proxy.toml: web.cors_origins[0]: "*" is not accepted: list each origin allowed; expected an origin such as "https://admin.example.com" or "http://127.0.0.1:3000"',
+      'proxy.toml: web.cors_origins[1]: "admin.example.com" is not an origin; expected an origin such as "https://admin.example.com" or "http://127.0.0.1:3000"',
+      'proxy.toml: web.cors_origins[2]: "https://a.example.com/ui" has a path, query or fragment; expected an origin such as "https://admin.example.com" or "http://127.0.0.1:3000"',
+      'proxy.toml: web.cors_origins[3]: "ftp://a.example.com" has scheme "ftp"; expected an origin such as "https://admin.example.com" or "http://127.0.0.1:3000"'
+    ])
+  })
 })
 
 describe("values", () => {
