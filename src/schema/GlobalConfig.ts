@@ -14,6 +14,7 @@ import {
   NonNegativeInt,
   oneOf,
   optional,
+  PlayerRef,
   PositiveInt,
   urlWithSchemes,
   withDefault
@@ -168,7 +169,7 @@ export const Web = Schema.Struct({
 }).annotations({ identifier: "Web" })
 
 export const Permissions = Schema.Struct({
-  admins: withDefault(Schema.Array(NonEmptyString), () => []),
+  admins: withDefault(Schema.Array(PlayerRef), () => []),
   player_commands: withDefault(Schema.Array(NonEmptyString), () => [])
 }).annotations({ identifier: "Permissions" })
 

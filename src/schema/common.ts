@@ -94,6 +94,18 @@ export const urlWithSchemes = (schemes: ReadonlyArray<string>, requirePort: bool
     })
   ).annotations({ identifier: "Url" })
 
+// As the ban targets: offline-mode and Bedrock-bridge names go beyond [A-Za-z0-9_], so only the protocol's limits.
+const PLAYER_NAME = /^[^\s\p{Cc}]{1,16}$/u
+const PLAYER_UUID = /^(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i
+
+/** A player named by name (1 to 16 characters, no spaces) or by UUID (with or without dashes). */
+export const PlayerRef = Schema.String.pipe(
+  Schema.filter((text) =>
+    PLAYER_NAME.test(text) || PLAYER_UUID.test(text) ||
+    `${JSON.stringify(text)} is neither a player name (1 to 16 characters, no spaces) nor a UUID (32 hex digits, with or without dashes)`
+  )
+).annotations({ identifier: "PlayerRef" })
+
 export const IpFilter = Schema.Struct({
   whitelist: withDefault(Schema.Array(Cidr), () => []),
   blacklist: withDefault(Schema.Array(Cidr), () => [])

@@ -116,6 +116,16 @@ describe("[web] rules", () => {
 })
 
 describe("values", () => {
+  it("[permissions] admins are player names or UUIDs", () => {
+    expect(
+      globalProblems(`[permissions]\nadmins = ["Notch", "069a79f4-44e9-4726-a5be-fca90e38aaf5", "069a79f444e94726a5befca90e38aaf5"]`)
+    ).toEqual([])
+    expect(globalProblems(`[permissions]\nadmins = ["Steve Jobs", "a-name-far-too-long-for-minecraft"]`)).toEqual([
+      'proxy.toml: permissions.admins[0]: "Steve Jobs" is neither a player name (1 to 16 characters, no spaces) nor a UUID (32 hex digits, with or without dashes)',
+      'proxy.toml: permissions.admins[1]: "a-name-far-too-long-for-minecraft" is neither a player name (1 to 16 characters, no spaces) nor a UUID (32 hex digits, with or without dashes)'
+    ])
+  })
+
   it("name must match [a-z0-9_-]+", () => {
     expect(serverProblems(server(`name = "Lobby One"`))).toEqual([
       'servers/lobby.toml: name: "Lobby One" must match [a-z0-9_-]+ (lower-case letters, digits, "_" and "-")'
