@@ -15,6 +15,7 @@ import {
   oneOf,
   optional,
   PlayerRef,
+  PluginId,
   PositiveInt,
   urlWithSchemes,
   withDefault
@@ -181,9 +182,6 @@ export const Plugin = Schema.Struct({
   enabled: optional(Schema.Boolean)
 }).annotations({ identifier: "Plugin" })
 
-export const PluginId = Schema.String.pipe(
-  Schema.pattern(/^[a-z0-9_-]+$/, { message: () => "plugin ids must match [a-z0-9_-]+" })
-)
 
 export const ActiveHealth = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),

@@ -13,6 +13,7 @@ import {
   NonNegativeInt,
   oneOf,
   optional,
+  PluginId,
   PositiveInt,
   urlWithSchemes,
   withDefault
@@ -169,7 +170,7 @@ export const ServerConfig = Schema.Struct({
   domain_rewrite: withDefault(DomainRewrite, () => "none" as const),
   max_players: withDefault(NonNegativeInt, () => 0),
   disconnect_message: withDefault(Schema.String, () => DEFAULT_DISCONNECT_MESSAGE),
-  limbo_handlers: withDefault(Schema.Array(NonEmptyString), () => []),
+  limbo_handlers: withDefault(Schema.Array(PluginId), () => []),
   motd: withDefault(MotdTable, () => ({})),
   timeouts: withDefault(Timeouts, emptyTable(Timeouts)),
   ip_filter: withDefault(IpFilter, emptyTable(IpFilter)),

@@ -94,6 +94,11 @@ export const urlWithSchemes = (schemes: ReadonlyArray<string>, requirePort: bool
     })
   ).annotations({ identifier: "Url" })
 
+/** The id of a WASM plugin: a `[plugins.<id>]` key, and an entry of a server's `limbo_handlers`. */
+export const PluginId = Schema.String.pipe(
+  Schema.pattern(/^[a-z0-9_-]+$/, { message: (issue) => `${JSON.stringify(issue.actual)} is not a plugin id: plugin ids must match [a-z0-9_-]+` })
+)
+
 // As the ban targets: offline-mode and Bedrock-bridge names go beyond [A-Za-z0-9_], so only the protocol's limits.
 const PLAYER_NAME = /^[^\s\p{Cc}]{1,16}$/u
 const PLAYER_UUID = /^(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i

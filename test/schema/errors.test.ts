@@ -116,6 +116,13 @@ describe("[web] rules", () => {
 })
 
 describe("values", () => {
+  it("limbo_handlers names plugin ids, which match [a-z0-9_-]+ as the [plugins.<id>] keys do", () => {
+    expect(serverProblems(server(`limbo_handlers = ["auth-queue", "lobby_2"]`))).toEqual([])
+    expect(serverProblems(server(`limbo_handlers = ["Auth Queue"]`))).toEqual([
+      'servers/lobby.toml: limbo_handlers[0]: "Auth Queue" is not a plugin id: plugin ids must match [a-z0-9_-]+'
+    ])
+  })
+
   it("[permissions] admins are player names or UUIDs", () => {
     expect(
       globalProblems(`[permissions]\nadmins = ["Notch", "069a79f4-44e9-4726-a5be-fca90e38aaf5", "069a79f444e94726a5befca90e38aaf5"]`)
