@@ -19,7 +19,7 @@ import {
   withDefault
 } from "./common.js"
 import { DurationString, TimerDuration } from "./Duration.js"
-import { isValidHost, parseHostPort } from "./HostPort.js"
+import { formatHostPort, isValidHost, parseHostPort } from "./HostPort.js"
 
 export const DEFAULT_BACKEND_PORT = 25565
 export const DEFAULT_DISCONNECT_MESSAGE = "Server is currently unreachable. Please try again later."
@@ -84,6 +84,20 @@ export const Address = Schema.transformOrFail(
       })
   }
 ).annotations({ identifier: "Address" })
+
+/**
+ * The first address written twice (`10.0.0.5`, `10.0.0.5:25565`): the balancer, the health checks and the attempts
+ * would take it for one address listed twice, tried twice in a row when it is down; a weight says what was meant.
+ */
+const firstRepeatedAddress = (addresses: ReadonlyArray<BackendAddress>) => {
+  const seen = new Set<string>()
+  for (const [index, address] of addresses.entries()) {
+    const key = formatHostPort(address)
+    if (seen.has(key)) return { path: [index], message: `${key} is listed twice; give one entry a weight instead` }
+    seen.add(key)
+  }
+  return true
+}
 
 /** A per-server `active_health` table: every key optional, the rest inherited from the global block. */
 export const ActiveHealthOverride = Schema.Struct({
@@ -156,7 +170,10 @@ export const ServerConfig = Schema.Struct({
   ),
   network: optional(NonEmptyString),
   domains: withDefault(Schema.Array(Domain), () => []),
-  addresses: Schema.Array(Address).pipe(Schema.minItems(1, { message: () => "expected at least one backend address" })),
+  addresses: Schema.Array(Address).pipe(
+    Schema.minItems(1, { message: () => "expected at least one backend address" }),
+    Schema.filter(firstRepeatedAddress)
+  ),
   balance: withDefault(oneOf(...BALANCE_STRATEGIES), () => "first_available" as const),
   slow_start: optional(DurationString),
   slow_start_aggression: withDefault(

@@ -116,6 +116,13 @@ describe("[web] rules", () => {
 })
 
 describe("values", () => {
+  it("an address written twice in one server is refused, whatever the port's spelling", () => {
+    expect(serverProblems(`domains = ["play.example.com"]\naddresses = ["10.0.0.5", "10.0.0.6:25565", { address = "10.0.0.5:25565", weight = 3 }]`)).toEqual([
+      "servers/lobby.toml: addresses[2]: 10.0.0.5:25565 is listed twice; give one entry a weight instead"
+    ])
+    expect(serverProblems(`domains = ["play.example.com"]\naddresses = ["10.0.0.5:25565", "10.0.0.5:25566"]`)).toEqual([])
+  })
+
   it("limbo_handlers names plugin ids, which match [a-z0-9_-]+ as the [plugins.<id>] keys do", () => {
     expect(serverProblems(server(`limbo_handlers = ["auth-queue", "lobby_2"]`))).toEqual([])
     expect(serverProblems(server(`limbo_handlers = ["Auth Queue"]`))).toEqual([
