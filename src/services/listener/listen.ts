@@ -33,7 +33,9 @@ export class ListenError extends Data.TaggedError("ListenError")<{ readonly addr
 
 /** How long live sessions may go on after shutdown begins (PORTAL_SHUTDOWN_GRACE_MS overrides). */
 export const shutdownGrace = (): Duration.Duration => {
-  const fromEnv = Number(process.env.PORTAL_SHUTDOWN_GRACE_MS)
+  const text = process.env.PORTAL_SHUTDOWN_GRACE_MS?.trim() ?? ""
+  // Blank is unset (`PORTAL_SHUTDOWN_GRACE_MS=` in a unit file), not 0: Number("") would end every session at once.
+  const fromEnv = text.length === 0 ? Number.NaN : Number(text)
   return Number.isFinite(fromEnv) && fromEnv >= 0 ? Duration.millis(fromEnv) : Duration.seconds(10)
 }
 
