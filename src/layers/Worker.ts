@@ -142,8 +142,9 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     const runtime = yield* Effect.runtime<never>()
 
     /** The local registry's data plane, telling the main thread what comes and goes. */
-    const reported: Pick<PlayerRegistryDataPlane, "admit" | "countFor"> = {
+    const reported: Pick<PlayerRegistryDataPlane, "admit" | "countFor" | "claimOnline"> = {
       countFor: registry.dataPlane.countFor,
+      claimOnline: registry.dataPlane.claimOnline,
       admit: (server, entry, since) => {
         const lease = registry.dataPlane.admit(server, entry, since)
         if (lease === undefined) return undefined

@@ -10,6 +10,7 @@ import * as Stream from "effect/Stream"
 import type { ServerDefinition } from "../schema/decode.js"
 import { releaseOnce } from "./once.js"
 import type { PlayerCounter } from "./shared/counters.js"
+import type { OnlineClaim } from "./shared/onlinePlayers.js"
 import { SharedMemory } from "./SharedMemory.js"
 import type { ByteMeter } from "./relay/RelayMode.js"
 
@@ -87,6 +88,11 @@ export interface PlayerRegistryDataPlane {
    * plugins call now and then: it walks every session, so the hot path must not call it.
    */
   readonly sessions: (serverId?: string) => ReadonlyArray<SessionEntry>
+  /**
+   * Lets a packet mode's player (by UUID) onto the proxy, whichever thread holds them: `Taken` while another session
+   * of that UUID is on it, until the claim's release. Proxy-wide in the shared memory, else on this thread.
+   */
+  readonly claimOnline: (uuid: string) => OnlineClaim
 }
 
 const noPlace = () => {}
@@ -95,6 +101,16 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
   effect: Effect.map(Effect.zip(Effect.serviceOption(SharedMemory), PubSub.sliding<PlayerEvent>(EVENT_BUFFER)), ([memory, events]) => {
     // Places under max_players: in the shared counters for servers with slots, else counted here.
     const counter: PlayerCounter | undefined = Option.getOrUndefined(memory)?.players
+    const online = Option.getOrUndefined(memory)?.online
+    /** Without the shared memory (one thread, in-memory tests): the UUIDs online on this thread. */
+    const onlineHere = new Set<string>()
+    const claimOnline = (uuid: string): OnlineClaim => {
+      if (online !== undefined) return online.claim(uuid)
+      const key = uuid.replace(/-/g, "").toLowerCase()
+      if (onlineHere.has(key)) return { _tag: "Taken" }
+      onlineHere.add(key)
+      return { _tag: "Claimed", release: releaseOnce(() => onlineHere.delete(key)) }
+    }
     // A plain Map owned by this service: sessions come and go at connection rate, and copying an immutable
     // map per connection would cost O(sessions) each time.
     const sessions = new Map<number, LiveSession>()
@@ -199,6 +215,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
 
     const dataPlane: PlayerRegistryDataPlane = {
       admit,
+      claimOnline,
       sessions: (serverId) => {
         const out: Array<SessionEntry> = []
         for (const live of sessions.values()) if (serverId === undefined || live.entry.serverId === serverId) out.push(live.entry)

@@ -24,7 +24,8 @@ export const REJECT_REASONS = [
   "server_full",
   "unavailable",
   "backend_unreachable",
-  "max_connections"
+  "max_connections",
+  "already_connected"
 ] as const
 export type RejectReason = (typeof REJECT_REASONS)[number]
 

@@ -351,7 +351,18 @@ const make = (options: WorkerPoolOptions) =>
     const forget = (slot: Slot, index: number) => {
       // The address table may be held for a moment by another thread: try again a few times until it is released.
       let released = shared.releaseWorker(index)
-      for (let attempt = 0; released.handshakes === undefined && attempt < 20; attempt++) released = shared.releaseWorker(index)
+      for (let attempt = 0; (released.handshakes === undefined || released.online === undefined) && attempt < 20; attempt++) {
+        // What the first call gave back stays counted; a later call gives back only what was left.
+        const again = shared.releaseWorker(index)
+        released = {
+          handshakes: released.handshakes ?? again.handshakes,
+          online: released.online ?? again.online,
+          connections: released.connections + again.connections,
+          players: released.players + again.players,
+          sessions: released.sessions + again.sessions,
+          locksFreed: released.locksFreed + again.locksFreed
+        }
+      }
       const moved = { bytesIn: 0, bytesOut: 0 }
       for (const { lease, bytes } of slot.sessions.values()) {
         moved.bytesIn += bytes.bytesIn
@@ -447,7 +458,8 @@ const make = (options: WorkerPoolOptions) =>
           if (stopping) return
           const replace = Effect.logError(
             `${name} stopped unexpectedly (exit code ${code}); replacing it ` +
-              `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s))`
+              `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s), ` +
+              `${released.online ?? "?"} player(s) online)`
           ).pipe(
             Effect.zipRight(spawn(index, restarts + 1)),
             Effect.tap(() => Effect.logInfo(`${name} replaced`)),

@@ -15,7 +15,7 @@ import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
-import type { PlayerRegistryDataPlane, SessionEnder } from "../PlayerRegistry.js"
+import type { PlayerRegistryDataPlane, SessionEnder, SessionLease } from "../PlayerRegistry.js"
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
@@ -31,7 +31,7 @@ const KICK_FLUSH_MS = 2_000
 
 export interface AdmissionServices {
   readonly bans: BanDataPlane
-  readonly registry: Pick<PlayerRegistryDataPlane, "admit">
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit" | "claimOnline">
   /** The lifecycle: synchronous reads, and the wait for a sleeping server (wake on join). */
   readonly manager: Pick<ServerManager, "dataPlane" | "ensureOnline">
   readonly clock: Clock.Clock
@@ -40,6 +40,15 @@ export interface AdmissionServices {
 }
 
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
+
+/** The lease, giving back the player's place online with it (the session's end releases the lease). */
+export const withClaim = (lease: SessionLease, release: () => void): SessionLease => ({
+  ...lease,
+  release: () => {
+    lease.release()
+    release()
+  }
+})
 
 /** Ends a login that is still being set up: the player is in the login state, so a Disconnect is understood. */
 const preRelayEnder = (socket: Socket): SessionEnder => ({
@@ -108,7 +117,12 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
         return refused(client, "info", `refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`, MESSAGES.modernNeeds113, "unavailable", trace)
       }
     }
-    const lease = registry.admit(
+    // offline: one session per player name on the proxy (client_only claims the authenticated UUID instead).
+    const claim = server.config.proxy_mode === "offline" && uuid !== undefined ? registry.claimOnline(uuid) : undefined
+    if (claim?._tag === "Taken") {
+      return refused(client, "info", `refused ${who}: already connected to this proxy`, MESSAGES.alreadyConnected, "already_connected", trace)
+    }
+    const placed = registry.admit(
       server,
       {
         id: connection.id,
@@ -121,9 +135,11 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
       },
       now
     )
-    if (lease === undefined) {
+    if (placed === undefined) {
+      if (claim?._tag === "Claimed") claim.release()
       return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} players)`, MESSAGES.serverFull, "server_full", trace)
     }
+    const lease = claim?._tag === "Claimed" ? withClaim(placed, claim.release) : placed
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
     traceAdmission(trace, "admitted")

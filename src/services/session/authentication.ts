@@ -40,11 +40,14 @@ import { packetIdsFor } from "../../protocol/packetIds.js"
 import { parseUuid } from "../../protocol/uuid.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
+import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
+import type { StatsDataPlane } from "../Stats.js"
 import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
+import { withClaim } from "./admission.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
 import { type Answer, getText } from "./sessionHttp.js"
@@ -88,6 +91,9 @@ export interface AuthenticationServices {
   /** The session service's base URL (`PORTAL_SESSION_SERVER`, else Mojang's). */
   readonly sessionServer: string
   readonly refusals: RefusalLines
+  /** One session per authenticated UUID on the proxy. */
+  readonly registry: Pick<PlayerRegistryDataPlane, "claimOnline">
+  readonly stats: StatsDataPlane
   readonly timeoutMs?: number
 }
 
@@ -179,7 +185,10 @@ const verifyTokenMatches = (admitted: Admitted, response: EncryptionResponse, ke
 }
 
 /** The authentication's verdict on the connection's trace: `authenticated`, or why not (a refusal). */
-const traceVerdict = (trace: ConnectionTrace | undefined, verdict: "authenticated" | "banned" | "unavailable" | "not_authenticated"): void => {
+const traceVerdict = (
+  trace: ConnectionTrace | undefined,
+  verdict: "authenticated" | "banned" | "unavailable" | "not_authenticated" | "already_connected"
+): void => {
   if (trace === undefined) return
   trace.authenticationEnd = performance.now()
   trace.authentication = verdict
@@ -190,7 +199,15 @@ const traceVerdict = (trace: ConnectionTrace | undefined, verdict: "authenticate
 const encryptedDisconnect = (socket: Socket, encrypt: StreamCipher, message: string): Effect.Effect<void> =>
   Effect.suspend(() => closeWith(socket, encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
 
-export const makeAuthentication = ({ bans, clock, sessionServer, refusals, timeoutMs = SESSION_SERVICE_TIMEOUT_MS }: AuthenticationServices): AuthenticationPhase => {
+export const makeAuthentication = ({
+  bans,
+  clock,
+  sessionServer,
+  refusals,
+  registry,
+  stats,
+  timeoutMs = SESSION_SERVICE_TIMEOUT_MS
+}: AuthenticationServices): AuthenticationPhase => {
   const afterEncryption = (admitted: Admitted, secret: Buffer, keyPair: ServerKeyPair): Effect.Effect<Admitted | undefined> => {
     const { opened } = admitted.route
     const client = opened.connection.socket
@@ -228,11 +245,18 @@ export const makeAuthentication = ({ bans, clock, sessionServer, refusals, timeo
           traceVerdict(trace, "banned")
           return refuse(Effect.logInfo(`refused ${who}: banned (${ban.reason})`), banMessage(ban, Math.floor(now / 1000)))
         }
+        if (client.destroyed || client.writableEnded) return Effect.as(Effect.logDebug(`${who} left while the session service was asked`), undefined)
+        // The account once on the proxy: a second session could carry items from one server to another.
+        const claim = registry.claimOnline(profile.uuid)
+        if (claim._tag === "Taken") {
+          traceVerdict(trace, "already_connected")
+          stats.rejected("already_connected")
+          return refuse(refusals.say("already_connected", "info", `refused ${who}: already connected to this proxy`), MESSAGES.alreadyConnected)
+        }
         traceVerdict(trace, "authenticated")
         if (trace !== undefined) trace.player = profile.name
-        if (client.destroyed || client.writableEnded) return Effect.as(Effect.logDebug(`${who} left while the session service was asked`), undefined)
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
-        const lease = admitted.lease
+        const lease = claim._tag === "Claimed" ? withClaim(admitted.lease, claim.release) : admitted.lease
         lease.identify(profile.name, profile.uuid)
         lease.attachEnder({
           end: (reason) => {

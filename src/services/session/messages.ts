@@ -10,6 +10,8 @@ export const MESSAGES = {
   /** A packet mode met a client version its packet table does not know. */
   unsupportedVersion: (range: string) => `§cThis server supports Minecraft ${range}. Please connect with one of those versions.`,
   starting: "§eThe server is starting. Please rejoin in a few seconds.",
+  /** A packet mode's player whose UUID is on the proxy already (as BungeeCord and Velocity say it). */
+  alreadyConnected: "§cYou are already connected to this proxy!",
   notAllowed: "§cYou are not allowed to connect to this server.",
   rateLimited: "§cToo many connection attempts. Please wait a moment and try again.",
   // Authentication at the proxy (client_only).

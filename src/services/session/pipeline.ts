@@ -43,7 +43,7 @@ export interface PipelineServices {
   readonly bans: BanDataPlane
   readonly router: RouterDataPlane
   readonly balancer: BalancerDataPlane
-  readonly registry: Pick<PlayerRegistryDataPlane, "admit" | "countFor">
+  readonly registry: Pick<PlayerRegistryDataPlane, "admit" | "countFor" | "claimOnline">
   /** The BungeeCord channel's reach: this thread's registry on one thread, the main thread's with workers. */
   readonly channel: JoinServices["channel"]
   readonly status: StatusServices["status"]
@@ -97,7 +97,7 @@ export const makePipeline = (services: PipelineServices): ConnectionHandler => {
   const routing = makeRouting({ rateLimiter, router, ipFilter, clock, stats, refusals })
   const status = makeStatusPhase({ status: services.status, balancer, manager: services.manager.dataPlane, stats })
   const admit = makeAdmission({ bans, registry: services.registry, manager: services.manager, clock, stats, refusals })
-  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer, refusals })
+  const authenticate = makeAuthentication({ bans, clock, sessionServer: services.sessionServer, refusals, registry: services.registry, stats })
   const join = makeJoin({
     stats,
     backend: services.backend,

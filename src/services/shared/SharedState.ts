@@ -30,7 +30,9 @@
  *   [4,096 server slots: 16 KiB, and 16 KiB per thread].
  * - balancer: 48 B per address slot and 4 B per address slot per ledger [16,384 slots: 768 KiB, and 64 KiB per
  *   thread]; 16 B per server slot (lock and pick counter) [64 KiB].
- * - in all, with the defaults and 2 workers: 21.7 MB of content in a 32 MiB reservation (address space only). An
+ * - players online in the packet modes (onlinePlayers.ts): 24 B per slot [32,768 slots: 768 KiB], touched as
+ *   players are let in, and a 64 B header.
+ * - in all, with the defaults and 2 workers: 22.5 MB of content in a 32 MiB reservation (address space only). An
  *   empty state costs about 20 KiB of RSS (the views and the pages of the table's header); the rest is paid per
  *   address, server and session as they come.
  *
@@ -43,6 +45,7 @@ import { ConnectionCounter, PlayerCounter } from "./counters.js"
 import { IpTable, seedIpTable } from "./IpTable.js"
 import { allocateBuffers, layoutFor, type SharedBuffers, type SharedCapacities } from "./layout.js"
 import { SharedBalancer } from "./balancerState.js"
+import { OnlinePlayers, seedOnlinePlayers } from "./onlinePlayers.js"
 
 export type { AddressEntry, IpTableStats, RateKind } from "./IpTable.js"
 export type { SharedBuffers, SharedCapacities, SharedLayout } from "./layout.js"
@@ -59,6 +62,8 @@ export interface WorkerRelease {
   readonly players: number
   /** least_conn session counts. */
   readonly sessions: number
+  /** Players it had let in (packet modes); undefined when that table stayed locked (call releaseWorker again). */
+  readonly online: number | undefined
   /** Locks the worker held when it died (address table, server locks). */
   readonly locksFreed: number
 }
@@ -73,6 +78,7 @@ export interface SharedState {
   readonly connections: ConnectionCounter
   readonly players: PlayerCounter
   readonly balancer: SharedBalancer
+  readonly online: OnlinePlayers
   /**
    * Gives back everything `worker` held and frees the locks it held (control thread, after that worker died and
    * before a replacement attaches with the same index).
@@ -88,6 +94,7 @@ export interface SharedState {
 export const createSharedState = (options: SharedStateOptions): SharedState => {
   const buffers = allocateBuffers(layoutFor(options))
   seedIpTable(buffers)
+  seedOnlinePlayers(buffers)
   return attachSharedState(buffers, buffers.layout.workers)
 }
 
@@ -101,6 +108,7 @@ export const attachSharedState = (buffers: SharedBuffers, worker: number): Share
   const connections = new ConnectionCounter(buffers, worker)
   const players = new PlayerCounter(buffers, worker)
   const balancer = new SharedBalancer(buffers, worker)
+  const online = new OnlinePlayers(buffers, worker)
   const releaseWorker = (dead: number): WorkerRelease => {
     const locksFreed = Number(ipTable.forceUnlock(dead)) + balancer.forceUnlock(dead)
     return {
@@ -108,8 +116,9 @@ export const attachSharedState = (buffers: SharedBuffers, worker: number): Share
       connections: connections.releaseWorker(dead),
       players: players.releaseWorker(dead),
       sessions: balancer.releaseWorker(dead),
+      online: online.releaseWorker(dead),
       locksFreed
     }
   }
-  return { buffers, worker, ipTable, connections, players, balancer, releaseWorker }
+  return { buffers, worker, ipTable, connections, players, balancer, online, releaseWorker }
 }

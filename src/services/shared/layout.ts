@@ -19,6 +19,8 @@ export interface SharedCapacities {
   readonly serverSlots: number
   /** Backend addresses with a slot (balancer state, least_conn counts). */
   readonly addressSlots: number
+  /** Slots of the table of players online in the packet modes: a power of two, filled to three quarters at most. */
+  readonly onlineSlots: number
 }
 
 /** The regions of the shared memory, each an Int32 or Float64 array. */
@@ -32,6 +34,8 @@ export type RegionName =
   | "counters"
   | "balancerInts"
   | "balancerFloats"
+  | "onlineHeader"
+  | "onlineSlots"
 
 /** Where a region is in the shared memory: byte offset (page-aligned) and length in elements. */
 export interface Region {
@@ -61,6 +65,8 @@ export const DEFAULT_IP_CHUNKS = 200_000
 export const DEFAULT_HANDSHAKES_PER_WORKER = 1024
 export const DEFAULT_SERVER_SLOTS = 4096
 export const DEFAULT_ADDRESS_SLOTS = 16_384
+/** 24,576 players online in the packet modes at once (three quarters of it), at 24 B a slot: 768 KiB reserved. */
+export const DEFAULT_ONLINE_SLOTS = 32_768
 
 /** Int32 words per address slot (key, chains, handshakes, two windows). */
 export const IP_SLOT_WORDS = 16
@@ -72,6 +78,10 @@ export const IP_HEADER_WORDS = 16
 export const BALANCER_INT_WORDS = 4
 /** Float64 values per address slot in the balancer (currentWeight, ejectedUntil, recoveredAt, lastPicked). */
 export const BALANCER_FLOAT_WORDS = 4
+/** Int32 words per slot of the players-online table (holder, UUID, claim serial). */
+export const ONLINE_SLOT_WORDS = 6
+/** Int32 words of the players-online table's header (lock, seed, count, serial). */
+export const ONLINE_HEADER_WORDS = 16
 /** Int32 words per server lock (the lock and its waiter count). */
 export const SERVER_LOCK_WORDS = 2
 
@@ -80,6 +90,12 @@ const positiveInt = (name: string, value: number, min: number): number => {
     throw new RangeError(`shared state: ${name} must be an integer from ${min}, got ${value}`)
   }
   return value
+}
+
+const powerOfTwo = (name: string, value: number): number => {
+  const checked = positiveInt(name, value, 4)
+  if ((checked & (checked - 1)) !== 0) throw new RangeError(`shared state: ${name} must be a power of two, got ${value}`)
+  return checked
 }
 
 /**
@@ -131,7 +147,8 @@ export const layoutFor = (options: Partial<SharedCapacities> & { readonly worker
     ipChunks: positiveInt("ipChunks", options.ipChunks ?? DEFAULT_IP_CHUNKS, 1),
     handshakesPerWorker: positiveInt("handshakesPerWorker", options.handshakesPerWorker ?? DEFAULT_HANDSHAKES_PER_WORKER, 1),
     serverSlots: positiveInt("serverSlots", options.serverSlots ?? DEFAULT_SERVER_SLOTS, 1),
-    addressSlots: positiveInt("addressSlots", options.addressSlots ?? DEFAULT_ADDRESS_SLOTS, 1)
+    addressSlots: positiveInt("addressSlots", options.addressSlots ?? DEFAULT_ADDRESS_SLOTS, 1),
+    onlineSlots: powerOfTwo("onlineSlots", options.onlineSlots ?? DEFAULT_ONLINE_SLOTS)
   }
   // Elements and their size per region, laid out one after the other, each from a page boundary.
   const sizes: ReadonlyArray<readonly [RegionName, number, 4 | 8]> = [
@@ -143,7 +160,9 @@ export const layoutFor = (options: Partial<SharedCapacities> & { readonly worker
     ["ipLedger", capacities.ledgers * capacities.handshakesPerWorker, 4],
     ["counters", countersLayout(capacities).words, 4],
     ["balancerInts", balancerLayout(capacities).intWords, 4],
-    ["balancerFloats", balancerLayout(capacities).floatWords, 8]
+    ["balancerFloats", balancerLayout(capacities).floatWords, 8],
+    ["onlineHeader", ONLINE_HEADER_WORDS, 4],
+    ["onlineSlots", capacities.onlineSlots * ONLINE_SLOT_WORDS, 4]
   ]
   const regions = {} as Record<RegionName, Region>
   let offset = 0

@@ -23,7 +23,7 @@ interface Run {
 
 /** Runs `task` on `workers` threads at once and collects each one's last message. */
 const hammer = async (state: SharedState, task: HammerInput["task"], workers: number): Promise<Run> => {
-  const sync = new SharedArrayBuffer(64)
+  const sync = new SharedArrayBuffer(256)
   const results = await Promise.all(
     Array.from({ length: workers }, (_, index) => {
       const data: HammerInput = { buffers: state.buffers, index, workers, task, sync }
@@ -103,6 +103,17 @@ describe("shared state under real threads", () => {
     expect(state.balancer.nextPick(0)).toBe(10_002 * workers + 1)
   })
 
+  it.each([2, 4])("players online: one holder per UUID at any moment, and every claim given back, %i threads", async (workers) => {
+    const state = make(workers)
+    const { results, sync } = await hammer(state, "online", workers)
+    expect(results.reduce((sum, r) => sum + r.violations, 0)).toBe(0)
+    // Both outcomes happened: the threads met on the same UUIDs, and claims went through.
+    expect(results.map((r) => r.claimed > 100), JSON.stringify(results)).toEqual(Array(workers).fill(true))
+    expect(results.reduce((sum, r) => sum + r.taken, 0)).toBeGreaterThan(0)
+    expect(state.online.count()).toBe(0)
+    expect(Array.from(sync.subarray(1, 17))).toEqual(Array(16).fill(0))
+  })
+
   it("a worker that dies holding places and a lock: releaseWorker gives everything back", async () => {
     const state = make(2, { serverSlots: 4, addressSlots: 8 })
     const data: HammerInput = { buffers: state.buffers, index: 1, workers: 2, task: "crash", sync: new SharedArrayBuffer(64) }
@@ -114,7 +125,10 @@ describe("shared state under real threads", () => {
     expect(state.connections.count()).toBe(7)
     expect((await crashed).message).toBe("worker crash provoked by the test")
     expect(await exited).toBe(1)
-    expect(state.releaseWorker(1)).toEqual({ handshakes: 5, connections: 7, players: 3, sessions: 4, locksFreed: 1 })
+    expect(state.online.count()).toBe(2)
+    expect(state.releaseWorker(1)).toEqual({ handshakes: 5, connections: 7, players: 3, sessions: 4, online: 2, locksFreed: 1 })
+    expect(state.online.count()).toBe(0)
+    expect(state.online.claim("00000000-0000-4000-8000-000000000001")._tag).toBe("Claimed")
     expect(state.ipTable.stats()).toEqual({ addresses: 0, storedEvents: 0, pendingTotal: 0 })
     expect(state.connections.count()).toBe(0)
     expect([0, 1, 2].map((slot) => state.players.count(slot))).toEqual([0, 0, 0])

@@ -12,7 +12,7 @@ export interface HammerInput {
   readonly buffers: SharedBuffers
   readonly index: number
   readonly workers: number
-  readonly task: "rate" | "handshakes" | "connections" | "players" | "balancer" | "crash" | "blocked"
+  readonly task: "rate" | "handshakes" | "connections" | "players" | "balancer" | "online" | "crash" | "blocked"
   /** Int32 words for barriers and shared observations. */
   readonly sync: SharedArrayBuffer
 }
@@ -36,6 +36,8 @@ const keep = (held: Array<Release>, release: Release, size: number) => {
 }
 
 const post = (result: unknown) => parentPort!.postMessage(result)
+
+const uuidOf = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`
 
 const v4 = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`
 
@@ -158,12 +160,46 @@ switch (input.task) {
     post({ acquiredKept, picks })
     break
   }
+  case "online": {
+    // 16 UUIDs claimed from every thread at once, each thread holding 2 (never one it holds: 7 steps through all 16),
+    // so the threads meet on them all the time: `sync[1 + n]` counts the threads that think they hold UUID n, and a
+    // second holder at any moment is seen by whichever thread makes it two.
+    const held: Array<{ n: number; release: Release }> = []
+    let claimed = 0
+    let taken = 0
+    let violations = 0
+    barrier(1)
+    for (let i = 0; i < OPS; i++) {
+      const n = (i * 7 + input.index * 13) % 16
+      const claim = state.online.claim(uuidOf(n))
+      if (claim._tag === "Taken") taken += 1
+      else if (claim._tag !== "Claimed") throw new Error(`claim of ${n}: ${claim._tag}`)
+      else {
+        claimed += 1
+        if (Atomics.add(sync, 1 + n, 1) !== 0) violations += 1
+        held.push({ n, release: claim.release })
+      }
+      // Every attempt lets the oldest of 3 go, taken or not, so that the threads never all wait on each other.
+      if (held.length >= 3) {
+        const oldest = held.shift()!
+        Atomics.sub(sync, 1 + oldest.n, 1)
+        oldest.release()
+      }
+    }
+    for (const { n, release } of held.splice(0)) {
+      Atomics.sub(sync, 1 + n, 1)
+      release()
+    }
+    post({ claimed, taken, violations })
+    break
+  }
   case "crash": {
     // Takes a bit of everything, says so, then dies by an uncaught exception.
     for (let i = 0; i < 5; i++) state.ipTable.enterHandshake(v4(i), 8, 1024)
     for (let i = 0; i < 7; i++) state.connections.enter(0)
     for (let i = 0; i < 3; i++) state.players.admit(i, 0)
     for (let i = 0; i < 4; i++) state.balancer.acquire(i)
+    for (let i = 0; i < 2; i++) state.online.claim(uuidOf(i))
     state.balancer.lockServer(1)
     post({ holding: true })
     setTimeout(() => {
