@@ -75,6 +75,18 @@ export interface WorkerInfo {
 
 /** How long the main thread waits for a worker to listen. */
 const START_TIMEOUT = Duration.seconds(15)
+/** A worker that ran this long before it stopped is replaced at once, whatever its predecessors did. */
+const STABLE_MS = 10_000
+/** The longest pause before a replacement. */
+const MAX_REPLACEMENT_PAUSE_MS = 30_000
+
+/**
+ * How long to wait before filling a place whose workers stopped soon after their start `quickExits` times in a row:
+ * the first at once (a crash is replaced within a second), then 1 s, doubling up to 30 s, so that a worker that cannot
+ * start (or crashes on what it meets first) is not restarted in a tight loop of compilation and log lines.
+ */
+export const replacementPause = (quickExits: number): number =>
+  quickExits <= 1 ? 0 : Math.min(MAX_REPLACEMENT_PAUSE_MS, 1000 * 2 ** (quickExits - 2))
 /** How often the byte counts of workers' sessions are refreshed for the registry. */
 const BYTES_REFRESH = Duration.seconds(2)
 /** How long a worker has to deliver a BungeeCord message to its players (it does so at once when it runs). */
@@ -153,6 +165,8 @@ interface Slot {
   threadId: number
   since: number
   restarts: number
+  /** Workers of this place in a row that stopped within STABLE_MS of their start (see `replacementPause`). */
+  quickExits: number
   /** The main thread's leases of this worker's sessions, by session id, with their last byte counts. */
   readonly sessions: Map<number, { readonly lease: SessionLease; bytes: { bytesIn: number; bytesOut: number } }>
   exited: Deferred.Deferred<void>
@@ -395,7 +409,7 @@ const make = (options: WorkerPoolOptions) =>
         const ready = yield* Deferred.make<void, ListenError>()
         const exited = yield* Deferred.make<void>()
         const worker = new Worker(entry, { workerData: data, env: process.env })
-        const slot: Slot = slots[index] ?? { worker, threadId: worker.threadId, since: Date.now(), restarts, sessions: new Map(), exited }
+        const slot: Slot = slots[index] ?? { worker, threadId: worker.threadId, since: Date.now(), restarts, quickExits: 0, sessions: new Map(), exited }
         slot.worker = worker
         slot.threadId = worker.threadId
         slot.since = Date.now()
@@ -449,21 +463,30 @@ const make = (options: WorkerPoolOptions) =>
         worker.on("error", (error) => {
           runFork(asWorker(Effect.logError(`${name} stopped on an error`, Cause.die(error))))
         })
+        const startedAt = Date.now()
         worker.on("exit", (code) => {
           if (slot.worker === worker) slot.worker = undefined
           updateCensus()
+          slot.quickExits = Date.now() - startedAt < STABLE_MS ? slot.quickExits + 1 : 0
+          const pause = replacementPause(slot.quickExits)
           const released = forget(slot, index)
           runFork(Deferred.succeed(exited, undefined))
           runFork(Deferred.fail(ready, new ListenError({ address: formatHostPort(snapshot.global.bind), reason: `${name} exited (code ${code})` })))
           if (stopping) return
           const replace = Effect.logError(
-            `${name} stopped unexpectedly (exit code ${code}); replacing it ` +
+            `${name} stopped unexpectedly (exit code ${code}); replacing it${pause > 0 ? ` in ${pause / 1000}s (it stopped ${slot.quickExits} times in a row soon after its start)` : ""} ` +
               `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s), ` +
               `${released.online ?? "?"} player(s) online)`
           ).pipe(
-            Effect.zipRight(spawn(index, restarts + 1)),
-            Effect.tap(() => Effect.logInfo(`${name} replaced`)),
-            Effect.catchAll((error) => Effect.logError(`${name} could not be replaced: ${error.message}`))
+            Effect.zipRight(Effect.sleep(Duration.millis(pause))),
+            Effect.zipRight(Effect.suspend(() => (stopping ? Effect.void : Effect.tap(spawn(index, restarts + 1), () => Effect.logInfo(`${name} replaced`))))),
+            // A replacement that did not start is stopped: its exit fills the place again, after the pause.
+            Effect.catchAll((error) =>
+              Effect.zipRight(
+                Effect.logError(`${name} could not be replaced: ${error.message}; trying again`),
+                Effect.sync(() => void slots[index]?.worker?.terminate())
+              )
+            )
           )
           runFork(asWorker(replace))
         })

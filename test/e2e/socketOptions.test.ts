@@ -69,13 +69,15 @@ describe.skipIf(!support.full)(support.full ? "socket options" : `socket options
     expect(addon.getKeepAliveDiagnostic(first.players[0]!)).toEqual(configured)
   })
 
-  it("sets them on each player socket when the listening socket refuses a value", async () => {
-    // Linux allows at most 127 probes: the listening socket refuses the count, so each player's socket gets
-    // TCP_NODELAY and keepalive with Node's idle time on its own.
-    const { portal, sockets } = await setup(`time = "45s"\ninterval = "7s"\nretries = 200`)
+  it("sets values over the kernel's limits at those limits, the others as configured", async () => {
+    // Linux allows at most 127 probes and 32767 s: refused, a count of 200 took the time and interval down with it.
+    const { portal, sockets } = await setup(`time = "10h"\ninterval = "7s"\nretries = 200`)
     expect(await join(portal.port, "mc.example.com")).toMatchObject({ _tag: "Joined" })
-    const { players } = sockets()
+    const { players, backends, listening } = sockets()
     expect(players).toHaveLength(1)
-    expect(addon.getKeepAliveDiagnostic(players[0]!)).toMatchObject({ enabled: true, idle: 45, noDelay: true })
+    const clamped = { enabled: true, idle: 32767, interval: 7, count: 127, noDelay: true }
+    expect(addon.getKeepAliveDiagnostic(listening[0]!)).toEqual(clamped)
+    expect(addon.getKeepAliveDiagnostic(players[0]!)).toEqual(clamped)
+    expect(addon.getKeepAliveDiagnostic(backends[0]!)).toEqual(clamped)
   })
 })

@@ -280,6 +280,41 @@ describe("two worker threads", () => {
     expect(new Set(ids).size).toBe(ids.length)
   })
 
+  it("a place whose workers keep stopping soon after their start is filled again after a pause that grows", { timeout: 20_000 }, async () => {
+    const { portal } = await setup("")
+    const crash = () => portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
+    /** The index of the first line from `from` on that matches. */
+    const lineOf = (pattern: RegExp, from: number) => {
+      const at = portal.logs.findIndex((line, index) => index >= from && pattern.test(line))
+      return at < 0 ? undefined : at
+    }
+    // The first stop is replaced at once, however soon after its start it came.
+    await crash()
+    await portal.waitForLog(/worker 1 stopped unexpectedly \(exit code 1\); replacing it \(gave back/)
+    await portal.waitForLog(/worker 1 replaced/, 3000)
+    // Crashed right after each replacement, the place's workers stop soon after their start again and again: the
+    // next replacements wait 1 s, then 2 s. (Had the first worker run 10 s, the next stop would still come at once.)
+    const pauses: Array<number> = []
+    for (let n = 0; n < 3 && pauses.length < 2; n++) {
+      const from = portal.logs.length
+      await crash()
+      const stoppedAt = await waitFor(() => lineOf(/worker 1 stopped unexpectedly/, from), { what: "the stop" })
+      const line = portal.logs[stoppedAt]!
+      const replacedAt = await waitFor(() => lineOf(/worker 1 replaced/, from), { timeoutMs: 8000, what: "the replacement" })
+      const [stopped, replaced] = [portal.logTimes[stoppedAt]!, portal.logTimes[replacedAt]!]
+      const said = /replacing it in (\d+)s \(it stopped (\d+) times in a row soon after its start\)/.exec(line)
+      if (said === null) {
+        expect(pauses, line).toEqual([])
+        continue
+      }
+      pauses.push(Number(said[1]) * 1000)
+      expect(replaced - stopped).toBeGreaterThanOrEqual(Number(said[1]) * 1000 - 50)
+    }
+    expect(pauses).toEqual([1000, 2000])
+    // Meanwhile and after, the place serves again.
+    expect(await pingMany(portal.port, 6)).toEqual(Array.from({ length: 6 }, () => "motd of main0"))
+  })
+
   it("shutdown drains both workers: their players are let go and every worker stops", async () => {
     const { portal, backend } = await setup("", "", { hold: true })
     await joinMany(portal.port, 8)

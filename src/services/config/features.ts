@@ -6,7 +6,7 @@ import * as Duration from "effect/Duration"
 import type { ServerDefinition } from "../../schema/decode.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"
-import { keepaliveSupport } from "../native/keepalive.js"
+import { KEEPALIVE_MAX_PROBES, KEEPALIVE_MAX_SECONDS, keepaliveSupport } from "../native/keepalive.js"
 import { spliceSupport } from "../relay/zeroCopy.js"
 import { reusePortUnsupported, workerThreadsUnsupported } from "../workers/listening.js"
 
@@ -16,11 +16,11 @@ export interface InactiveFeature {
   readonly what: string
 }
 
-/** What setsockopt(2) accepts on Linux: TCP_KEEPCNT up to 127, TCP_KEEPIDLE and TCP_KEEPINTVL up to 32767 seconds. */
+/** Whether setsockopt(2) takes the `[keepalive]` values as they are (Portal sets larger ones at the kernel's limits). */
 const withinKernelLimits = (global: GlobalConfig): boolean =>
-  global.keepalive.retries <= 127 &&
-  Math.ceil(Duration.toMillis(global.keepalive.time) / 1000) <= 32767 &&
-  Math.ceil(Duration.toMillis(global.keepalive.interval) / 1000) <= 32767
+  global.keepalive.retries <= KEEPALIVE_MAX_PROBES &&
+  Math.ceil(Duration.toMillis(global.keepalive.time) / 1000) <= KEEPALIVE_MAX_SECONDS &&
+  Math.ceil(Duration.toMillis(global.keepalive.interval) / 1000) <= KEEPALIVE_MAX_SECONDS
 
 export const inactiveFeatures = (
   global: GlobalConfig,
@@ -56,9 +56,6 @@ export const inactiveFeatures = (
     // Always there (its defaults apply without the table): say it is about the probes' interval and count.
     add("[keepalive]", `interval and retries (set or default) need the native addon (${keepalive.reason}); only time applies`)
   }
-  else if (!withinKernelLimits(global)) {
-    add("[keepalive]", "Linux refuses retries above 127 and a time or interval above 32767s; connections keep the kernel's values for what it refuses")
-  }
   const list = [...servers]
   const spliceWanted = list.filter((server) => server.config.proxy_mode === "zero_copy")
   const splice = spliceSupport()
@@ -86,6 +83,12 @@ const PACKET_MODES: ReadonlyArray<string> = ["offline", "client_only"]
 
 export const configurationWarnings = (global: GlobalConfig, servers: Iterable<ServerDefinition>): Array<ConfigWarning> => {
   const out: Array<ConfigWarning> = []
+  if (keepaliveSupport().full && !withinKernelLimits(global)) {
+    out.push({
+      where: "[keepalive]",
+      what: `Linux allows at most ${KEEPALIVE_MAX_PROBES} retries and ${KEEPALIVE_MAX_SECONDS}s for time and interval: larger values are set at those limits`
+    })
+  }
   const cores = availableParallelism()
   if (global.worker_threads > cores) {
     out.push({

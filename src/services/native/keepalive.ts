@@ -36,12 +36,19 @@ export const keepaliveSupport = (): KeepaliveSupport =>
     return "addon" in result ? { full: true } : { full: false, reason: result.reason }
   })())
 
-/** The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. */
-const seconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+/** What setsockopt(2) accepts on Linux: TCP_KEEPIDLE and TCP_KEEPINTVL up to 32767 seconds, TCP_KEEPCNT up to 127. */
+export const KEEPALIVE_MAX_SECONDS = 32767
+export const KEEPALIVE_MAX_PROBES = 127
+
+/**
+ * The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. A value
+ * over its limit is set at the limit: refused, it would take the other two values down with it.
+ */
+const seconds = (ms: number): number => Math.min(KEEPALIVE_MAX_SECONDS, Math.max(1, Math.ceil(ms / 1000)))
 
 /** Keepalive on the fd with all three parameters, in the kernel's units; throws what the addon throws. */
 const setKeepAlive = (addon: NativeAddon, fd: number, params: KeepaliveParams): void =>
-  addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), Math.max(1, Math.ceil(params.count)))
+  addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), Math.min(KEEPALIVE_MAX_PROBES, Math.max(1, Math.ceil(params.count))))
 
 /**
  * Turns keepalive on with all three parameters through the addon (SO_KEEPALIVE included), or, where it cannot,

@@ -137,7 +137,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
     )
     if (placed === undefined) {
       if (claim?._tag === "Claimed") claim.release()
-      return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} players)`, MESSAGES.serverFull, "server_full", trace)
+      return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} player${server.config.max_players === 1 ? "" : "s"})`, MESSAGES.serverFull, "server_full", trace)
     }
     const lease = claim?._tag === "Claimed" ? withClaim(placed, claim.release) : placed
     lease.attachEnder(preRelayEnder(client))
