@@ -245,6 +245,8 @@ export const makeAuthentication = ({
           traceVerdict(trace, "banned")
           return refuse(Effect.logInfo(`refused ${who}: banned (${ban.reason})`), banMessage(ban, Math.floor(now / 1000)))
         }
+        traceVerdict(trace, "authenticated")
+        if (trace !== undefined) trace.player = profile.name
         if (client.destroyed || client.writableEnded) return Effect.as(Effect.logDebug(`${who} left while the session service was asked`), undefined)
         // The account once on the proxy: a second session could carry items from one server to another.
         const claim = registry.claimOnline(profile.uuid)
@@ -253,8 +255,6 @@ export const makeAuthentication = ({
           stats.rejected("already_connected")
           return refuse(refusals.say("already_connected", "info", `refused ${who}: already connected to this proxy`), MESSAGES.alreadyConnected)
         }
-        traceVerdict(trace, "authenticated")
-        if (trace !== undefined) trace.player = profile.name
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
         const lease = claim._tag === "Claimed" ? withClaim(admitted.lease, claim.release) : admitted.lease
         lease.identify(profile.name, profile.uuid)
