@@ -59,11 +59,11 @@ describe.skipIf(unavailable !== undefined)(
       expect(addon.getKeepAliveDiagnostic(fdOf(client))).toEqual({ enabled: true, idle: 2, interval: 1, count: 1, noDelay: false })
     })
 
-    it("falls back to Node's idle time for values the kernel refuses", async () => {
+    it("sets values over the kernel's limits at those limits, the others as given", async () => {
       const { client } = await connection()
-      // Linux caps the probe count at 127.
-      expect(applyKeepalive(client, { idleMs: 30_000, intervalMs: 10_000, count: 1000 })).toBe("idle_only")
-      expect(addon.getKeepAliveDiagnostic(fdOf(client))).toMatchObject({ enabled: true, idle: 30 })
+      // Linux caps the probe count at 127 and the times at 32767 s: refused, one would take the others down with it.
+      expect(applyKeepalive(client, { idleMs: 40_000_000, intervalMs: 10_000, count: 1000 })).toBe("full")
+      expect(addon.getKeepAliveDiagnostic(fdOf(client))).toMatchObject({ enabled: true, idle: 32767, interval: 10, count: 127 })
     })
 
     it("falls back to Node's idle time for a socket without an fd yet", async () => {
@@ -101,8 +101,13 @@ describe.skipIf(unavailable !== undefined)(
       expect(addon.getKeepAliveDiagnostic(fdOf(socket))).toEqual({ enabled: true, idle: 45, interval: 7, count: 4, noDelay: true })
       // The connecting side is not the listener's: it keeps the defaults.
       expect(addon.getKeepAliveDiagnostic(fdOf(client))).toMatchObject({ enabled: false, noDelay: false })
-      // A value the kernel refuses (more than 127 probes) reports false rather than throwing.
-      expect(applyToListener(server, { ...params, count: 1000 })).toBe(false)
+      // More than the kernel's 127 probes is set at 127.
+      expect(applyToListener(server, { ...params, count: 1000 })).toBe(true)
+      const next = once(server, "connection") as Promise<[Socket]>
+      sockets.push(connect((server.address() as AddressInfo).port, "127.0.0.1"))
+      const [later] = await next
+      sockets.push(later)
+      expect(addon.getKeepAliveDiagnostic(fdOf(later))).toEqual({ enabled: true, idle: 45, interval: 7, count: 127, noDelay: true })
     })
 
     it("throws a TypeError for bad arguments", () => {
