@@ -94,8 +94,10 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     const finished = traces
     pending = []
     logs = []
-    if (records.length > 0) post({ _tag: "Logs", records })
+    // Sessions first: by the time the main thread writes a line about a session ("joined"), its registry (the admin
+    // API, a kick, a ban) knows that session.
     if (events.length > 0) post({ _tag: "Sessions", events })
+    if (records.length > 0) post({ _tag: "Logs", records })
     if (finished.length > 0) {
       traces = []
       post({ _tag: "Traces", traces: finished })
