@@ -182,7 +182,6 @@ export const Plugin = Schema.Struct({
   enabled: optional(Schema.Boolean)
 }).annotations({ identifier: "Plugin" })
 
-
 export const ActiveHealth = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),
   kind: withDefault(oneOf(...ACTIVE_HEALTH_KINDS), () => "tcp" as const),

@@ -4,6 +4,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { parseHostPort, type HostPort } from "./HostPort.js"
 import { parseStrictAddress, parseStrictCidr } from "./ipAddress.js"
+import { isPlayerName } from "./playerName.js"
 
 /** An optional key with a default; `exact` keeps `undefined` out of the error messages. */
 export const withDefault = <A, I, R>(schema: Schema.Schema<A, I, R>, value: () => NoInfer<A>) =>
@@ -99,14 +100,12 @@ export const PluginId = Schema.String.pipe(
   Schema.pattern(/^[a-z0-9_-]+$/, { message: (issue) => `${JSON.stringify(issue.actual)} is not a plugin id: plugin ids must match [a-z0-9_-]+` })
 )
 
-// As the ban targets: offline-mode and Bedrock-bridge names go beyond [A-Za-z0-9_], so only the protocol's limits.
-const PLAYER_NAME = /^[^\s\p{Cc}]{1,16}$/u
 const PLAYER_UUID = /^(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i
 
 /** A player named by name (1 to 16 characters, no spaces) or by UUID (with or without dashes). */
 export const PlayerRef = Schema.String.pipe(
   Schema.filter((text) =>
-    PLAYER_NAME.test(text) || PLAYER_UUID.test(text) ||
+    isPlayerName(text) || PLAYER_UUID.test(text) ||
     `${JSON.stringify(text)} is neither a player name (1 to 16 characters, no spaces) nor a UUID (32 hex digits, with or without dashes)`
   )
 ).annotations({ identifier: "PlayerRef" })

@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type { ServerDefinition } from "../schema/decode.js"
+import { undashedUuid } from "../protocol/uuid.js"
 import { releaseOnce } from "./once.js"
 import type { PlayerCounter } from "./shared/counters.js"
 import type { OnlineClaim } from "./shared/onlinePlayers.js"
@@ -97,6 +98,15 @@ export interface PlayerRegistryDataPlane {
 
 const noPlace = () => {}
 
+/** `lease`, giving back `also` when it is released (a place under max_players, the player's place online). */
+export const releasingAlso = (lease: SessionLease, also: () => void): SessionLease => ({
+  ...lease,
+  release: () => {
+    lease.release()
+    also()
+  }
+})
+
 export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/PlayerRegistry", {
   effect: Effect.map(Effect.zip(Effect.serviceOption(SharedMemory), PubSub.sliding<PlayerEvent>(EVENT_BUFFER)), ([memory, events]) => {
     // Places under max_players: in the shared counters for servers with slots, else counted here.
@@ -106,7 +116,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     const onlineHere = new Set<string>()
     const claimOnline = (uuid: string): OnlineClaim => {
       if (online !== undefined) return online.claim(uuid)
-      const key = uuid.replace(/-/g, "").toLowerCase()
+      const key = undashedUuid(uuid)
       if (onlineHere.has(key)) return { _tag: "Taken" }
       onlineHere.add(key)
       return { _tag: "Claimed", release: releaseOnce(() => onlineHere.delete(key)) }
@@ -139,8 +149,7 @@ export class PlayerRegistry extends Effect.Service<PlayerRegistry>()("portal/Pla
     const admit = (server: ServerDefinition, entry: Omit<SessionEntry, "since">, since: number): SessionLease | undefined => {
       const place = takePlace(server)
       if (place === undefined) return undefined
-      const lease = add(entry, since)
-      return { ...lease, release: () => (lease.release(), place()) }
+      return releasingAlso(add(entry, since), place)
     }
 
     const add = (entry: Omit<SessionEntry, "since">, since: number): SessionLease => {

@@ -5,6 +5,7 @@
  */
 import * as Either from "effect/Either"
 import ipaddr from "ipaddr.js"
+import { isPlayerName } from "../../schema/playerName.js"
 import { type IpAddress, parseStrictAddress, parseStrictCidr } from "../../schema/ipAddress.js"
 
 export type BanTargetType = "ip" | "username" | "uuid"
@@ -45,12 +46,9 @@ const normaliseIpValue = (raw: string): Either.Either<string, string> => {
   return Either.right(`${network.toString()}/${prefix}`)
 }
 
-// Offline-mode and Bedrock-bridge names go beyond [A-Za-z0-9_], so only the protocol's limits are enforced.
-const NAME = /^[^\s\p{Cc}]{1,16}$/u
-
 const normaliseUsername = (raw: string): Either.Either<string, string> => {
   const name = raw.trim()
-  return NAME.test(name) ? Either.right(name) : Either.left(`${JSON.stringify(raw)} is not a player name (1 to 16 characters, no spaces)`)
+  return isPlayerName(name) ? Either.right(name) : Either.left(`${JSON.stringify(raw)} is not a player name (1 to 16 characters, no spaces)`)
 }
 
 /** Dashed lower-case form of a UUID written with or without dashes, or undefined. */

@@ -15,7 +15,7 @@ import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
-import type { PlayerRegistryDataPlane, SessionEnder, SessionLease } from "../PlayerRegistry.js"
+import { type PlayerRegistryDataPlane, releasingAlso, type SessionEnder } from "../PlayerRegistry.js"
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
@@ -40,15 +40,6 @@ export interface AdmissionServices {
 }
 
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
-
-/** The lease, giving back the player's place online with it (the session's end releases the lease). */
-export const withClaim = (lease: SessionLease, release: () => void): SessionLease => ({
-  ...lease,
-  release: () => {
-    lease.release()
-    release()
-  }
-})
 
 /** Ends a login that is still being set up: the player is in the login state, so a Disconnect is understood. */
 const preRelayEnder = (socket: Socket): SessionEnder => ({
@@ -139,7 +130,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
       if (claim?._tag === "Claimed") claim.release()
       return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} player${server.config.max_players === 1 ? "" : "s"})`, MESSAGES.serverFull, "server_full", trace)
     }
-    const lease = claim?._tag === "Claimed" ? withClaim(placed, claim.release) : placed
+    const lease = claim?._tag === "Claimed" ? releasingAlso(placed, claim.release) : placed
     lease.attachEnder(preRelayEnder(client))
     const admitted: Admitted = { route, start, who, lease }
     traceAdmission(trace, "admitted")

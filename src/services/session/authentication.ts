@@ -40,14 +40,13 @@ import { packetIdsFor } from "../../protocol/packetIds.js"
 import { parseUuid } from "../../protocol/uuid.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
-import type { PlayerRegistryDataPlane } from "../PlayerRegistry.js"
+import { type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
-import { withClaim } from "./admission.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
 import { type Answer, getText } from "./sessionHttp.js"
@@ -256,7 +255,7 @@ export const makeAuthentication = ({
           return refuse(refusals.say("already_connected", "info", `refused ${who}: already connected to this proxy`), MESSAGES.alreadyConnected)
         }
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
-        const lease = claim._tag === "Claimed" ? withClaim(admitted.lease, claim.release) : admitted.lease
+        const lease = claim._tag === "Claimed" ? releasingAlso(admitted.lease, claim.release) : admitted.lease
         lease.identify(profile.name, profile.uuid)
         lease.attachEnder({
           end: (reason) => {
