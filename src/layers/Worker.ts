@@ -52,6 +52,7 @@ import type { FromWorker, SessionEvent, ToWorker, WorkerData, WorkerLogRecord } 
 import { decodeSnapshot } from "../services/workers/snapshotWire.js"
 import { LOG_LEVELS, type LogLevelName, logLevelOf, messageText } from "./Logging.js"
 import { logFieldsOf } from "../services/log/connectionFields.js"
+import { clockOnOrigin } from "../services/monotonicClock.js"
 
 /** A wake waits up to 25 s on the main thread; the call allows for that and a little more. */
 const WAKE_CALL_MS = 60_000
@@ -333,7 +334,8 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
     Layer.provideMerge(ConfigStore.layerStatic(decodeSnapshot(data.snapshot))),
     Layer.provideMerge(Layer.merge(Logger.replace(Logger.defaultLogger, relayLogger), Logger.minimumLogLevel(logLevelOf[levelOf(data.log.level)])))
   )
-  const main = Effect.runFork(program.pipe(Effect.scoped, Effect.provide(layer)))
+  // The main thread's clock origin: times in the shared memory mean the same on every thread.
+  const main = Effect.runFork(program.pipe(Effect.scoped, Effect.provide(layer), Effect.withClock(clockOnOrigin(data.clockOrigin))))
   // Drain: stop accepting, let sessions finish for the grace period, end the rest (the scope's finalizers).
   port.on("message", (message: ToWorker) => {
     if (message._tag === "Drain") {

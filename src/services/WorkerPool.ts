@@ -37,6 +37,7 @@ import { ConfigStore } from "./ConfigStore.js"
 import { limitMallocArenas } from "./native/addon.js"
 import { ListenError, shutdownGrace } from "./listener/listen.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
+import { monotonicOriginOf } from "./monotonicClock.js"
 import { PlayerRegistry, type SessionLease } from "./PlayerRegistry.js"
 import { ServerManager } from "./ServerManager.js"
 import { SharedMemory } from "./SharedMemory.js"
@@ -404,7 +405,8 @@ const make = (options: WorkerPoolOptions) =>
           states: yield* statesNow,
           log: options.log,
           tracing: telemetry.workerTracing,
-          testHooks
+          testHooks,
+          clockOrigin: monotonicOriginOf(yield* Effect.clock)
         }
         const ready = yield* Deferred.make<void, ListenError>()
         const exited = yield* Deferred.make<void>()

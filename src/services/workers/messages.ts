@@ -103,6 +103,8 @@ export interface WorkerData {
   readonly tracing: { readonly samplingRatio: number } | undefined
   /** Whether test-only messages (Crash) are honoured. */
   readonly testHooks: boolean
+  /** The main thread's monotonic clock origin (monotonicClock.ts): the worker's clock runs on it. */
+  readonly clockOrigin: bigint
 }
 
 /** One log line of a worker, as its logger saw it. */
