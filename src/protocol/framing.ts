@@ -74,7 +74,14 @@ export class FrameDecoder {
   private failure: Invalid | undefined
   private decrypt: ChunkTransform | undefined
 
-  constructor(private maxPacketLength = MAX_PACKET_LENGTH) {}
+  /**
+   * `belowThreshold`: what a compressed frame claiming fewer bytes than the threshold is. A vanilla server refuses
+   * it from a client; a vanilla client takes it from a server, so Portal takes it from a backend too ("accept").
+   */
+  constructor(
+    private maxPacketLength = MAX_PACKET_LENGTH,
+    private readonly belowThreshold: "refuse" | "accept" = "refuse"
+  ) {}
 
   /** Frames longer than this are Invalid from the next frame on (at most MAX_PACKET_LENGTH). */
   setMaxPacketLength(maxPacketLength: number): void {
@@ -223,7 +230,7 @@ export class FrameDecoder {
   }
 
   private parsed(buffer: Buffer, start: number, end: number, prefixSize: number): FrameRead {
-    const frame = parseFrame(buffer, start, end, start + prefixSize, this.threshold)
+    const frame = parseFrame(buffer, start, end, start + prefixSize, this.threshold, this.belowThreshold === "accept")
     if (frame._tag === "Invalid") this.failure = frame
     return frame
   }
@@ -235,7 +242,7 @@ export class FrameDecoder {
 }
 
 /** Reads what follows the length prefix: the dataLength under compression, then the packet id if not compressed. */
-const parseFrame = (buffer: Buffer, start: number, end: number, contentStart: number, threshold: number): Frame | Invalid => {
+const parseFrame = (buffer: Buffer, start: number, end: number, contentStart: number, threshold: number, belowThresholdOk: boolean): Frame | Invalid => {
   // Nearly every relayed frame has a one-byte dataLength (0) and packet id: read without a result object per VarInt,
   // two of the few objects the relay makes per frame at a game's packet rate.
   if (contentStart + 1 < end) {
@@ -255,7 +262,7 @@ const parseFrame = (buffer: Buffer, start: number, end: number, contentStart: nu
     const claimed = dataLength.value
     if (claimed !== 0) {
       if (claimed < 0) return invalid(`negative data length ${claimed}`)
-      if (claimed < threshold) return invalid(`compressed frame claims ${claimed} bytes, below the threshold of ${threshold}`)
+      if (claimed < threshold && !belowThresholdOk) return invalid(`compressed frame claims ${claimed} bytes, below the threshold of ${threshold}`)
       if (claimed > MAX_UNCOMPRESSED_LENGTH) return invalid(`compressed frame claims ${claimed} bytes, over ${MAX_UNCOMPRESSED_LENGTH}`)
       if (dataStart === end) return invalid("compressed frame without data")
       return { _tag: "Frame", buffer, start, end, dataStart, uncompressedLength: claimed, packetId: -1, bodyStart: -1 }

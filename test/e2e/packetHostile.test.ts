@@ -15,7 +15,7 @@ import { BanStore } from "../../src/services/BanStore.js"
 import { startPortal } from "../helpers/portal.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { waitFor } from "../helpers/wait.js"
-import { connectClient, type PacketClient, startPacketBackend } from "../peers/packetPeers.js"
+import { connectClient, type PacketClient, serverChat, startPacketBackend } from "../peers/packetPeers.js"
 import { startSessionService } from "../peers/sessionService.js"
 
 const mc = createRequire(import.meta.url)("minecraft-protocol")
@@ -208,5 +208,22 @@ describe("bad input in the packet modes", () => {
     }
     await keepsPlaying(bystander)
     expect(backend.clients.has("Bystander")).toBe(true)
+  })
+
+  it("a backend's compressed packets that claim less than the threshold reach the player, as a vanilla client takes them", { timeout: 20_000 }, async () => {
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const player = connectClient(portal.port, { version: "1.20.4", username: "Small", host: "off.example" })
+    expect((await player.joined)._tag).toBe("Joined")
+    // The backend compresses every packet from now on, however small (its threshold with the proxy stays 256).
+    const onBackend = backend.clients.get("Small")!
+    ;(onBackend as unknown as { compressor: { compressionThreshold: number } }).compressor.compressionThreshold = 0
+    serverChat(onBackend, "small and compressed")
+    await waitFor(() => (player.chat.includes("small and compressed") ? true : undefined), { what: "the compressed chat line" })
+    await keepsPlaying(player)
+    expect(portal.logs.filter((line) => /could not read/.test(line))).toEqual([])
   })
 })

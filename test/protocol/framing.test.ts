@@ -239,6 +239,28 @@ describe("bad frames are Invalid, never thrown, and stay Invalid", () => {
     })
   }
 
+  it("a compressed frame claiming less than the threshold: refused from a player, taken from a backend as a vanilla client takes it", () => {
+    const packet = Buffer.concat([encodeVarInt(0x6c), Buffer.from("small")])
+    const zlib = deflateSync(packet)
+    const content = Buffer.concat([encodeVarInt(packet.length), zlib])
+    const bytes = Buffer.concat([encodeVarInt(content.length), content])
+    const fromPlayer = new FrameDecoder()
+    fromPlayer.setCompression(256)
+    fromPlayer.push(bytes)
+    expect(asInvalid(fromPlayer.next())).toMatch(/claims 6 bytes, below the threshold of 256/)
+    const fromBackend = new FrameDecoder(MAX_PACKET_LENGTH, "accept")
+    fromBackend.setCompression(256)
+    fromBackend.push(bytes)
+    const frame = fromBackend.next() as Frame
+    expect(frame._tag).toBe("Frame")
+    const read = readPacket(frame)
+    expect(read._tag === "Packet" && [read.packetId, read.body.toString()]).toEqual([0x6c, "small"])
+    // Still bounded: a claim over 8 MiB and data that inflates past its claim are refused from a backend too.
+    const liar = Buffer.concat([encodeVarInt(1 + zlib.length), encodeVarInt(3), zlib])
+    fromBackend.push(liar)
+    expect(asInvalid(readPacket(fromBackend.next() as Frame))).toMatch(/inflates to more than the 3 bytes it claims/)
+  })
+
   it("a limit lowered for a state (login) and raised again", () => {
     const decoder = new FrameDecoder()
     decoder.setMaxPacketLength(64)

@@ -5,15 +5,15 @@
  * swap) without touching the player's framing, compression or encryption.
  */
 import type { Socket } from "node:net"
-import { encodeFrame, FrameDecoder } from "../../../protocol/framing.js"
+import { encodeFrame, FrameDecoder, MAX_PACKET_LENGTH } from "../../../protocol/framing.js"
 import { type Destination, destinationOf, writeTo } from "./directWrite.js"
 
 /** Protocol states after the handshake, as the packet relay tracks them. */
 export type PacketState = "login" | "configuration" | "play"
 
 export class BackendLink {
-  /** Frames the backend sends (clientbound). */
-  readonly decoder = new FrameDecoder()
+  /** Frames the backend sends (clientbound), taken as a vanilla client takes them. */
+  readonly decoder = new FrameDecoder(MAX_PACKET_LENGTH, "accept")
   /** The connection's compression threshold, both directions (-1: off until the backend's Set Compression). */
   threshold = -1
   /** The state of what the backend sends. */
