@@ -14,7 +14,7 @@ import { formatHostPort } from "../schema/HostPort.js"
 import type { BackendAddress } from "../schema/ServerConfig.js"
 import { Balancer } from "./Balancer.js"
 import { monotonicMillisOf } from "./monotonicClock.js"
-import { applyKeepalive, type KeepaliveParams } from "./native/keepalive.js"
+import { applyKeepalive, keepaliveParams } from "./native/keepalive.js"
 import { connectSteady } from "./net/steadySockets.js"
 
 export interface AttemptFailure {
@@ -69,12 +69,6 @@ const describeError = (error: unknown): string => {
 }
 
 /** `[keepalive]` in the form the socket layer takes. */
-export const keepaliveParams = (global: GlobalConfig): KeepaliveParams => ({
-  idleMs: Duration.toMillis(global.keepalive.time),
-  intervalMs: Duration.toMillis(global.keepalive.interval),
-  count: global.keepalive.retries
-})
-
 export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig): Duration.Duration =>
   server.config.timeouts.connect ?? global.connect_timeout
 

@@ -2,11 +2,10 @@
  * Configured features that this build of Portal decodes and validates but does not run (yet, or in this configuration).
  * The startup log and `--check` list them so that nothing configured silently pretends to work.
  */
-import * as Duration from "effect/Duration"
 import type { ServerDefinition } from "../../schema/decode.js"
 import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { availableParallelism } from "node:os"
-import { KEEPALIVE_MAX_PROBES, KEEPALIVE_MAX_SECONDS, keepaliveSupport } from "../native/keepalive.js"
+import { KEEPALIVE_MAX_PROBES, KEEPALIVE_MAX_SECONDS, keepaliveParams, keepaliveSupport, keepaliveWithinLimits } from "../native/keepalive.js"
 import { spliceSupport } from "../relay/zeroCopy.js"
 import { reusePortUnsupported, workerThreadsUnsupported } from "../workers/listening.js"
 
@@ -15,12 +14,6 @@ export interface InactiveFeature {
   readonly where: string
   readonly what: string
 }
-
-/** Whether setsockopt(2) takes the `[keepalive]` values as they are (Portal sets larger ones at the kernel's limits). */
-const withinKernelLimits = (global: GlobalConfig): boolean =>
-  global.keepalive.retries <= KEEPALIVE_MAX_PROBES &&
-  Math.ceil(Duration.toMillis(global.keepalive.time) / 1000) <= KEEPALIVE_MAX_SECONDS &&
-  Math.ceil(Duration.toMillis(global.keepalive.interval) / 1000) <= KEEPALIVE_MAX_SECONDS
 
 export const inactiveFeatures = (
   global: GlobalConfig,
@@ -83,7 +76,7 @@ const PACKET_MODES: ReadonlyArray<string> = ["offline", "client_only"]
 
 export const configurationWarnings = (global: GlobalConfig, servers: Iterable<ServerDefinition>): Array<ConfigWarning> => {
   const out: Array<ConfigWarning> = []
-  if (keepaliveSupport().full && !withinKernelLimits(global)) {
+  if (keepaliveSupport().full && !keepaliveWithinLimits(keepaliveParams(global))) {
     out.push({
       where: "[keepalive]",
       what: `Linux allows at most ${KEEPALIVE_MAX_PROBES} retries and ${KEEPALIVE_MAX_SECONDS}s for time and interval: larger values are set at those limits`

@@ -3,8 +3,10 @@
  * idle time (`socket.setKeepAlive(true, ms)`); the probe interval and count need setsockopt(2), done by the
  * portal_splice addon on Linux. Without the addon, sockets keep the kernel's interval and count.
  */
+import * as Duration from "effect/Duration"
 import type { Server, Socket } from "node:net"
 import { loadNativeAddon, type NativeAddon } from "./addon.js"
+import type { GlobalConfig } from "../../schema/GlobalConfig.js"
 import { tcpFdOf } from "./tcpHandle.js"
 
 export interface KeepaliveParams {
@@ -15,6 +17,13 @@ export interface KeepaliveParams {
   /** Unanswered probes before the connection is dropped. */
   readonly count: number
 }
+
+/** `[keepalive]` as setsockopt(2) takes it. */
+export const keepaliveParams = (global: GlobalConfig): KeepaliveParams => ({
+  idleMs: Duration.toMillis(global.keepalive.time),
+  intervalMs: Duration.toMillis(global.keepalive.interval),
+  count: global.keepalive.retries
+})
 
 export type KeepaliveSupport = { readonly full: true } | { readonly full: false; readonly reason: string }
 
@@ -44,11 +53,17 @@ export const KEEPALIVE_MAX_PROBES = 127
  * The kernel counts in whole seconds; rounding down could turn a short setting into 0, which it rejects. A value
  * over its limit is set at the limit: refused, it would take the other two values down with it.
  */
-const seconds = (ms: number): number => Math.min(KEEPALIVE_MAX_SECONDS, Math.max(1, Math.ceil(ms / 1000)))
+const wholeSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000))
+const seconds = (ms: number): number => Math.min(KEEPALIVE_MAX_SECONDS, wholeSeconds(ms))
+const probes = (count: number): number => Math.max(1, Math.ceil(count))
+
+/** Whether the kernel takes `params` as they are, rather than at its limits. */
+export const keepaliveWithinLimits = (params: KeepaliveParams): boolean =>
+  probes(params.count) <= KEEPALIVE_MAX_PROBES && wholeSeconds(params.idleMs) <= KEEPALIVE_MAX_SECONDS && wholeSeconds(params.intervalMs) <= KEEPALIVE_MAX_SECONDS
 
 /** Keepalive on the fd with all three parameters, in the kernel's units; throws what the addon throws. */
 const setKeepAlive = (addon: NativeAddon, fd: number, params: KeepaliveParams): void =>
-  addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), Math.min(KEEPALIVE_MAX_PROBES, Math.max(1, Math.ceil(params.count))))
+  addon.setKeepAlive(fd, seconds(params.idleMs), seconds(params.intervalMs), Math.min(KEEPALIVE_MAX_PROBES, probes(params.count)))
 
 /**
  * Turns keepalive on with all three parameters through the addon (SO_KEEPALIVE included), or, where it cannot,
