@@ -226,4 +226,28 @@ describe("bad input in the packet modes", () => {
     await keepsPlaying(player)
     expect(portal.logs.filter((line) => /could not read/.test(line))).toEqual([])
   })
+
+  it("a player that stops reading is ended after [timeouts].write as a player timeout, its backend not blamed", { timeout: 20_000 }, async () => {
+    const backend = await startPacketBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
+      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n[timeouts]\nread = "1s"\nwrite = "2s"`
+    })
+    const portal = await startPortal(dir.configFile)
+    const player = connectClient(portal.port, { version: "1.20.4", username: "Frozen", host: "off.example" })
+    expect((await player.joined)._tag).toBe("Joined")
+    const onBackend = backend.clients.get("Frozen")!
+    const socket = (onBackend as unknown as { socket: import("node:net").Socket }).socket
+    // The backend has much to say, as fast as it is taken; the player's client takes nothing from now on.
+    const flood = setInterval(() => {
+      if (socket.writable && !socket.writableNeedDrain) serverChat(onBackend, randomBytes(22_000).toString("base64"))
+    }, 5)
+    player.raw.socket.pause()
+    try {
+      const line = await portal.waitForLog(/Frozen .*left off /, 10_000)
+      expect(line).toMatch(/\(player timeout/)
+      expect(portal.logs.filter((text) => text.includes("the backend sent nothing for too long"))).toEqual([])
+    } finally {
+      clearInterval(flood)
+    }
+  })
 })

@@ -361,6 +361,27 @@ describe.each(modes)("relay in %s mode", (mode) => {
     await portal.waitForLog(/left bulk .*\(write timeout/, 8000)
   })
 
+  it("a player that stops reading is closed after [timeouts].write as a player timeout, not blamed on the backend", async () => {
+    const { portal } = await setup(
+      {
+        onPlayer: (socket) => {
+          // The backend has plenty to say, as fast as it is taken.
+          const pump = setInterval(() => socket.writable && !socket.writableNeedDrain && socket.write(randomBytes(64 * 1024)), 2)
+          socket.on("close", () => clearInterval(pump))
+          socket.on("error", () => {})
+        }
+      },
+      `[timeouts]\nwrite = "2s"\nread = "1s"`
+    )
+    const client = await connectClient(portal.port)
+    client.write(LOGIN)
+    // The player's client takes nothing: once the buffers between are full, Portal stops reading the backend.
+    client.pause()
+    const line = await portal.waitForLog(/Bulk .* left bulk /, 10_000)
+    expect(line).toMatch(/\(player timeout/)
+    client.destroy()
+  })
+
   it("shutdown mid-transfer closes both sides, and no descriptor is left open", async () => {
     const before = openFds()
     const backendSockets: Array<net.Socket> = []

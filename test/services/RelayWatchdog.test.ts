@@ -11,6 +11,8 @@ interface Fake {
   readMark: number
   written: number
   blocked: boolean
+  playerWritten: number
+  playerBlocked: boolean
   samples: number
   ended: Array<string>
 }
@@ -29,12 +31,14 @@ const setup = (count: number) => {
     for (const entry of added) watchdog.delete(entry)
   })
   const add = () => {
-    const fake: Fake = { readMark: 0, written: 0, blocked: false, samples: 0, ended: [] }
+    const fake: Fake = { readMark: 0, written: 0, blocked: false, playerWritten: 0, playerBlocked: false, samples: 0, ended: [] }
     const sample = (into: ProgressSample) => {
       fake.samples++
       into.readMark = fake.readMark
       into.written = fake.written
       into.blocked = fake.blocked
+      into.playerWritten = fake.playerWritten
+      into.playerBlocked = fake.playerBlocked
     }
     // As a relay does: a timeout ends the session, which leaves the watchdog.
     const entry = watchdog.add({ sample }, TIMEOUTS, (end) => {
@@ -92,6 +96,33 @@ describe("RelayWatchdog", () => {
     expect(draining.ended).toEqual([])
   })
 
+  it("a player that takes nothing for [timeouts].write ends with player_timeout, and its backend is not blamed meanwhile", () => {
+    const { watchdog, fakes } = setup(3)
+    // Bytes wait for both players, so Portal reads nothing more from their backends (backpressure).
+    const [stalled, slow] = fakes as [Fake, Fake]
+    for (const fake of [stalled, slow]) fake.playerBlocked = true
+    pass(watchdog, 0)
+    pass(watchdog, 2_000)
+    slow.playerWritten = 100
+    pass(watchdog, 2_900)
+    expect(stalled.ended).toEqual([])
+    pass(watchdog, 3_000)
+    expect(stalled.ended).toEqual(["player_timeout"])
+    // The slow one takes a little now and then: its backend's silence (5 s and more) is the backpressure's.
+    for (const now of [5_000, 7_000, 9_000]) {
+      slow.playerWritten += 100
+      pass(watchdog, now)
+    }
+    expect(slow.ended).toEqual([])
+    // Once nothing waits for it, the backend's silence counts again from then.
+    slow.playerBlocked = false
+    pass(watchdog, 13_000)
+    expect(slow.ended).toEqual([])
+    pass(watchdog, 14_000)
+    expect(slow.ended).toEqual(["read_timeout"])
+    expect(fakes[2]!.ended).toEqual(["read_timeout"])
+  })
+
   it("sessions added or removed during a pass are handled: removed ones are never sampled again", () => {
     const { watchdog, fakes, add, added } = setup(20)
     watchdog.tick(10)
@@ -120,7 +151,7 @@ describe("RelayWatchdog", () => {
   it("runs on a monotonic clock: the wall clock stepped an hour forward times nobody out", async () => {
     const watchdog = new RelayWatchdog()
     const ended: Array<string> = []
-    const entry = watchdog.add({ sample: (into) => Object.assign(into, { readMark: 0, written: 0, blocked: false }) }, TIMEOUTS, (end) => {
+    const entry = watchdog.add({ sample: (into) => Object.assign(into, { readMark: 0, written: 0, blocked: false, playerWritten: 0, playerBlocked: false }) }, TIMEOUTS, (end) => {
       ended.push(end)
     })
     cleanup.push(() => watchdog.delete(entry))

@@ -13,6 +13,8 @@ export type RelayEnd =
   | "backend_closed"
   | "read_timeout"
   | "write_timeout"
+  /** The player took nothing for `[timeouts].write` while Portal had bytes for it. */
+  | "player_timeout"
   | "error"
   /** Ended from outside: a kick, a ban, or Portal shutting down. */
   | "ended"

@@ -93,6 +93,8 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
         into.readMark = down.bytesRead
         into.written = up.bytesHanded - backend.writableLength
         into.blocked = backend.writableNeedDrain
+        into.playerWritten = down.bytesHanded - client.writableLength
+        into.playerBlocked = client.writableNeedDrain
       }
     },
     timeouts,

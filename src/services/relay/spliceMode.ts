@@ -41,6 +41,8 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
         into.readMark = counterAt(stats, "lastBackendReadMs")
         into.written = counterAt(stats, "clientToBackend") - counterAt(stats, "pendingToBackend")
         into.blocked = counterAt(stats, "pendingToBackend") > 0
+        into.playerWritten = counterAt(stats, "backendToClient") - counterAt(stats, "pendingToClient")
+        into.playerBlocked = counterAt(stats, "pendingToClient") > 0
       }
     },
     timeouts,

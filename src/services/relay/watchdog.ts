@@ -1,6 +1,10 @@
 /**
  * The relay watchdog: one timer for every relayed session enforces the backend `read` and `write` timeouts
- * (`[timeouts]`), whatever relay mode moves the bytes.
+ * (`[timeouts]`), whatever relay mode moves the bytes, and bounds a player that takes nothing by `write` too.
+ *
+ * While bytes wait for the player behind a full send buffer, Portal stops reading the backend (backpressure), so the
+ * backend's silence then is Portal's doing: the read clock waits, and the player's stall is timed instead. A player
+ * whose client stopped reading is then ended as `player_timeout`, not blamed on the backend as a read timeout.
  */
 import * as Duration from "effect/Duration"
 
@@ -27,6 +31,10 @@ export interface ProgressSample {
   written: number
   /** Whether bytes wait behind a full send buffer. */
   blocked: boolean
+  /** Bytes the player's socket handed to the kernel so far. */
+  playerWritten: number
+  /** Whether bytes wait for the player (behind a full send buffer, or in zero_copy's pipe). */
+  playerBlocked: boolean
 }
 
 export interface BackendProgress {
@@ -42,8 +50,13 @@ export interface Watched {
   lastWritten: number
   /** When writes were first seen blocked with no progress since. */
   blockedSince: number | undefined
-  onTimeout: ((end: "read_timeout" | "write_timeout") => void) | undefined
+  lastPlayerWritten: number
+  /** When writes to the player were first seen blocked with no progress since. */
+  playerBlockedSince: number | undefined
+  onTimeout: ((end: WatchdogEnd) => void) | undefined
 }
+
+export type WatchdogEnd = "read_timeout" | "write_timeout" | "player_timeout"
 
 // Why the relay's collections let go of what an ended session held: V8 replaces a Set's or Map's table when it grows
 // or compacts, and the old table keeps its entries and a pointer to the new one. Once that old table has moved to
@@ -62,7 +75,7 @@ export class RelayWatchdog {
   private timer: NodeJS.Timeout | undefined
   /** Where the current pass stands; a Set iterator stays valid while entries come and go. */
   private pass: Iterator<Watched> | undefined
-  private readonly sample: ProgressSample = { readMark: 0, written: 0, blocked: false }
+  private readonly sample: ProgressSample = { readMark: 0, written: 0, blocked: false, playerWritten: 0, playerBlocked: false }
 
   add(progress: BackendProgress, timeouts: RelayTimeouts, onTimeout: Watched["onTimeout"], now = performance.now()): Watched {
     const { sample } = this
@@ -74,6 +87,8 @@ export class RelayWatchdog {
       lastReadAt: now,
       lastWritten: sample.written,
       blockedSince: undefined,
+      lastPlayerWritten: sample.playerWritten,
+      playerBlockedSince: undefined,
       onTimeout
     }
     this.watched.add(entry)
@@ -118,7 +133,17 @@ export class RelayWatchdog {
     const { progress, onTimeout } = entry
     if (progress === undefined || onTimeout === undefined) return
     progress.sample(sample)
-    if (sample.readMark !== entry.lastReadMark) {
+    if (!sample.playerBlocked || sample.playerWritten !== entry.lastPlayerWritten) {
+      entry.lastPlayerWritten = sample.playerWritten
+      entry.playerBlockedSince = sample.playerBlocked ? now : undefined
+    } else {
+      entry.playerBlockedSince ??= now
+      if (now - entry.playerBlockedSince >= entry.timeouts.writeMs) {
+        onTimeout("player_timeout")
+        return
+      }
+    }
+    if (sample.readMark !== entry.lastReadMark || sample.playerBlocked) {
       entry.lastReadMark = sample.readMark
       entry.lastReadAt = now
     } else if (now - entry.lastReadAt >= entry.timeouts.readMs) {

@@ -126,6 +126,8 @@ export class PacketRelay implements LiveRelay, BungeePeer {
           into.readMark = this.link.bytesRead
           into.written = this.link.bytesHanded - socket.writableLength
           into.blocked = socket.writableNeedDrain
+          into.playerWritten = this.playerBytesOut - player.writableLength
+          into.playerBlocked = player.writableNeedDrain
         }
       },
       request.timeouts,
@@ -133,6 +135,7 @@ export class PacketRelay implements LiveRelay, BungeePeer {
         // The watchdog checks again until the session is gone, lingering included: a session already ending
         // has said why once.
         if (this.closing !== undefined) return
+        if (end === "player_timeout") return this.sayAndClose(undefined, end)
         start.log.info(`the backend ${end === "read_timeout" ? "sent nothing" : "took nothing"} for too long`)
         this.sayAndClose(MESSAGES.backendTimedOut, end)
       }
