@@ -156,6 +156,7 @@ struct Counters {
   uint64_t bytes[2];
   int64_t lastReadMs[2];
   uint64_t pending[2];
+  bool closing;  // a side has ended (or the session was cancelled): the flush's own deadline bounds what is left
 };
 
 // What the relay does with a side's input.
@@ -199,6 +200,7 @@ struct Session {
   std::atomic<int64_t> lastReadMs[2]{};
   std::atomic<uint64_t> pending[2]{};
   std::atomic<bool> finished{false};
+  std::atomic<bool> closingStarted{false};  // `closing`, for the JS thread's counters
 
   // The relay's state of the session, read by JS once the completion is handed over.
   Input input[2] = {Input::Forward, Input::Forward};
@@ -242,6 +244,7 @@ struct Session {
       c.lastReadMs[side] = lastReadMs[side].load(std::memory_order_relaxed);
       c.pending[side] = pending[side].load(std::memory_order_relaxed);
     }
+    c.closing = closingStarted.load(std::memory_order_relaxed);
     return c;
   }
 };
@@ -693,6 +696,7 @@ class Relay {
       return;
     }
     session.closing = true;
+    session.closingStarted.store(true, std::memory_order_relaxed);
     session.reason = reason;
     session.error = error;
     closing_[id] = deadline;
@@ -1000,7 +1004,8 @@ napi_value Stats(napi_env env, napi_callback_info info) {
 }
 
 // statsInto(handle, out): the counters of stats() written into a Float64Array of at least 6 elements, in the order
-// clientToBackend, backendToClient, lastClientReadMs, lastBackendReadMs, pendingToClient, pendingToBackend. Allocates
+// clientToBackend, backendToClient, lastClientReadMs, lastBackendReadMs, pendingToClient, pendingToBackend, and, in a
+// seventh where there is one, 1 once the session is closing (a side ended: the flush's deadline bounds it). Allocates
 // nothing: the relay watchdog reads every session once a second.
 napi_value StatsInto(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -1029,6 +1034,7 @@ napi_value StatsInto(napi_env env, napi_callback_info info) {
   values[3] = double(c.lastReadMs[kBackend]);
   values[4] = double(c.pending[kBackend]);
   values[5] = double(c.pending[kClient]);
+  if (length >= 7) values[6] = c.closing ? 1 : 0;
   return nullptr;
 }
 

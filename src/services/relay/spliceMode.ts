@@ -46,7 +46,9 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
       }
     },
     timeouts,
+    // Once a side has ended, the addon's flush deadline decides: a timeout then would misname the end.
     (end) => {
+      if (counterAt(session.counters(), "closing") === 1) return
       timedOut ??= end
       session.cancel()
     }

@@ -16,7 +16,9 @@ export const SpliceCounter = {
   lastClientReadMs: 2,
   lastBackendReadMs: 3,
   pendingToClient: 4,
-  pendingToBackend: 5
+  pendingToBackend: 5,
+  /** 1 once a side has ended (or the session was cancelled): the addon's flush deadline bounds what is left. */
+  closing: 6
 } as const
 
 export interface SpliceSession {
@@ -60,14 +62,15 @@ const noRead = () => {}
 /** One counter of what `SpliceSession.counters()` returned. */
 export const counterAt = (counters: Float64Array, name: keyof typeof SpliceCounter): number => counters[SpliceCounter[name]] ?? 0
 
-const sharedCounters = new Float64Array(6)
-const fillCounters = (stats: SpliceStats): Float64Array => {
+const sharedCounters = new Float64Array(7)
+const fillCounters = (stats: SpliceStats, closing: boolean): Float64Array => {
   sharedCounters[SpliceCounter.clientToBackend] = stats.clientToBackend
   sharedCounters[SpliceCounter.backendToClient] = stats.backendToClient
   sharedCounters[SpliceCounter.lastClientReadMs] = stats.lastClientReadMs
   sharedCounters[SpliceCounter.lastBackendReadMs] = stats.lastBackendReadMs
   sharedCounters[SpliceCounter.pendingToClient] = stats.pendingToClient
   sharedCounters[SpliceCounter.pendingToBackend] = stats.pendingToBackend
+  sharedCounters[SpliceCounter.closing] = closing ? 1 : 0
   return sharedCounters
 }
 
@@ -222,7 +225,7 @@ class SpliceRelaySession implements SpliceSession {
   }
 
   counters(): Float64Array {
-    if (this.final !== undefined || this.handle === undefined) return fillCounters(this.final ?? this.early)
+    if (this.final !== undefined || this.handle === undefined) return fillCounters(this.final ?? this.early, this.final !== undefined)
     this.native.statsInto(this.handle, sharedCounters)
     sharedCounters[SpliceCounter.clientToBackend] = counterAt(sharedCounters, "clientToBackend") + this.early.clientToBackend
     sharedCounters[SpliceCounter.backendToClient] = counterAt(sharedCounters, "backendToClient") + this.early.backendToClient
