@@ -321,11 +321,24 @@ const make = (options: ServerManagerOptions) =>
           const status = yield* SubscriptionRef.get(entry.status)
           switch (status.state) {
             case "online":
-            case "unreachable":
+            case "unreachable": {
               // A join counts as activity at once: the registry may list the player a little later (a worker's
               // sessions arrive in batches), and an idle check in between must not stop the server under them.
-              entry.lastBusy = yield* monotonicMillis
-              return ONLINE
+              // Under the lock, as the idle check decides: either the join comes first and the check sees it, or
+              // the stop does and the join sees "stopping".
+              const joining = entry
+              const kept = yield* locked(
+                joining,
+                Effect.gen(function* () {
+                  const current = (yield* SubscriptionRef.get(joining.status)).state
+                  if (current !== "online" && current !== "unreachable") return false
+                  joining.lastBusy = yield* monotonicMillis
+                  return true
+                })
+              )
+              if (kept) return ONLINE
+              continue
+            }
             case "offline":
               return { _tag: "Unavailable", state: status.state, reason: status.reason }
             case "sleeping":
@@ -372,15 +385,14 @@ const make = (options: ServerManagerOptions) =>
           entry.lastBusy = now
           return
         }
-        const changedAt = entry.changedAt
-        const idleSince = Math.max(changedAt, entry.lastBusy)
-        if (now - idleSince < Duration.toMillis(shutdownAfter)) return
+        const idleFor = () => now - Math.max(entry.changedAt, entry.lastBusy)
+        if (idleFor() < Duration.toMillis(shutdownAfter)) return
         yield* locked(
           entry,
           Effect.gen(function* () {
-            // Checked again under the lock: the state may have moved on meanwhile.
+            // Checked again under the lock: the state may have moved on, or a join come in, meanwhile.
             const current = yield* SubscriptionRef.get(entry.status)
-            if (current.state === "online" && entry.changedAt === changedAt) {
+            if (current.state === "online" && idleFor() >= Duration.toMillis(shutdownAfter)) {
               yield* beginStop(entry, `no players for ${Duration.format(shutdownAfter)}`)
             }
           })
