@@ -191,6 +191,22 @@ describe("panel server manager", () => {
     expect(portal.logs.filter((line) => /^WARN health: p/.test(line))).toEqual([])
   }, 30_000)
 
+  it("a panel start past start_timeout stays crashed while the panel still says starting, and is online once it runs", async () => {
+    const backend = await startBackend("panel-backed", { hold: true })
+    const panel = await startFakePanel({ startMs: 60_000 })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"`, { "p.toml": panelServerFile(panel, backend.port, `start_timeout = "1s"`) })
+    const portal = await startPortal(dir.configFile)
+    const first = await join(portal.port, "p.example.com", { username: "Early", timeoutMs: 15_000 })
+    expect(first._tag).toBe("Kicked")
+    await portal.waitForLog(/p: starting -> crashed \(not ready within 1s\)/)
+    // Ten more polls of a panel still answering "starting": no flapping back to starting.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    expect(portal.logs.filter((line) => /p: crashed -> starting/.test(line))).toEqual([])
+    panel.state = "running"
+    await portal.waitForLog(/p: crashed -> online/)
+    expect((await join(portal.port, "p.example.com", { username: "Late", timeoutMs: 15_000 }))._tag).toBe("Joined")
+  }, 30_000)
+
   it("concurrent joins send one start signal; the players get in once the panel says running", async () => {
     const backend = await startBackend("panel-backed", { hold: true })
     const panel = await startFakePanel({ startMs: 600 })

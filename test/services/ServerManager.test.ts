@@ -553,6 +553,24 @@ describe("state machine", () => {
     })
   })
 
+  it("a start past start_timeout is crashed while the provider still says starting; running, stopped or crashed end that", () => {
+    const starting = { ...status({ _tag: "Stopped", requested: false, detail: "off" }), state: "starting" as const, pending: "start" as const, progressed: true }
+    const crashed = step(starting, { _tag: "StartTimedOut", reason: "not ready within 1m" })!
+    expect(crashed).toMatchObject({ state: "crashed", pending: "start" })
+    const afterTimeout = { ...crashed, since: 0 }
+    // A panel polled after the timeout still answers "starting" for the same start: not news.
+    expect(step(afterTimeout, { _tag: "Observed", observation: { _tag: "Starting", detail: "starting" } })).toBeUndefined()
+    expect(step(afterTimeout, { _tag: "Observed", observation: { _tag: "Running", detail: "up at last" } })).toMatchObject({ state: "online" })
+    // Once the provider shows it stopped or crashed, a later "starting" is a new start, and news.
+    for (const observation of [{ _tag: "Stopped", requested: false, detail: "off" }, { _tag: "Crashed", detail: "exited", polled: true }] as const) {
+      const settled = step(afterTimeout, { _tag: "Observed", observation })!
+      expect(settled).toMatchObject({ state: "crashed", pending: undefined })
+      expect(step({ ...settled, since: 0 }, { _tag: "Observed", observation: { _tag: "Starting", detail: "again" } })).toMatchObject({ state: "starting" })
+    }
+    // A join starts it again as from any crash.
+    expect(step(afterTimeout, { _tag: "StartRequested", reason: "a player is joining" })).toMatchObject({ state: "starting", pending: "start" })
+  })
+
   it("ignores a stale running report after a stop request, and returns to online when the stop is never confirmed", () => {
     const stopping = { ...status({ _tag: "Running", detail: "up" }), state: "stopping" as const, pending: "stop" as const }
     expect(step(stopping, { _tag: "Observed", observation: { _tag: "Running", detail: "up" } })).toBeUndefined()

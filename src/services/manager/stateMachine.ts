@@ -78,7 +78,8 @@ export const step = (status: Status, event: Event): Next | undefined => {
         ? to("offline", `start failed: ${event.error.message}`)
         : to("crashed", event.error.message)
     case "StartTimedOut":
-      return state === "starting" ? to("crashed", event.reason) : undefined
+      // The start stays pending: a panel may go on answering "starting" for it, which is not a new start.
+      return state === "starting" ? to("crashed", event.reason, status.pending) : undefined
     case "StopRequested":
       return state === "online" || state === "starting" ? to("stopping", event.reason, "stop") : undefined
     case "StopFailed":
@@ -103,12 +104,15 @@ const observe = (status: Status, observation: Observation): Next | undefined => 
       return to("online", observation.detail)
     case "Starting":
       if (stopPending) return undefined
+      // The start that timed out, still under way on the provider's side: the verdict stands until it is running.
+      if (state === "crashed" && status.pending === "start") return undefined
       if (state === "starting") return status.progressed ? undefined : { ...status, progressed: true }
       return to("starting", observation.detail, undefined, true)
     case "Stopping":
       if (state === "stopping") return undefined
       return to("stopping", observation.detail, status.pending === "stop" ? "stop" : undefined)
     case "Stopped":
+      if (state === "crashed" && status.pending === "start") return { ...status, pending: undefined }
       if (state === "sleeping" || state === "crashed") return undefined
       if (state === "starting" && !observation.requested) {
         // Before the provider has shown any progress, "stopped" is the state from before the start request.
@@ -117,7 +121,7 @@ const observe = (status: Status, observation: Observation): Next | undefined => 
       }
       return to("sleeping", observation.detail)
     case "Crashed":
-      if (state === "crashed") return undefined
+      if (state === "crashed") return status.pending === "start" ? { ...status, pending: undefined } : undefined
       // As "stopped" above: a polled "crashed" before any progress is the state the start request is meant to end.
       if (observation.polled && state === "starting" && status.pending === "start" && !status.progressed) return undefined
       return to("crashed", observation.detail)
