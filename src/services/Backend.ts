@@ -68,7 +68,6 @@ const describeError = (error: unknown): string => {
   return String(error)
 }
 
-/** `[keepalive]` in the form the socket layer takes. */
 export const connectTimeoutOf = (server: ServerDefinition, global: GlobalConfig): Duration.Duration =>
   server.config.timeouts.connect ?? global.connect_timeout
 
