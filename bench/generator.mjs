@@ -285,6 +285,8 @@ const game = async (load) => {
   }, 1)
 }
 
+let rateLogins = 0
+
 serve({
   start: async (request) => {
     const load = /** @type {Load & { mode: string }} */ (/** @type {unknown} */ (request))
@@ -296,7 +298,8 @@ serve({
       case "idle":
         return (await openSessions(load, "idle")).length
       case "rate":
-        return loops(load.concurrency, async () => (await login(load, "rate")).socket.destroy())
+        // A name per login: Portal lets one session per player into the packet modes, and logins overlap.
+        return loops(load.concurrency, async () => (await login(load, `rate${rateLogins++ % 1_000_000}`)).socket.destroy())
       case "status":
         return loops(load.concurrency, () => statusPing(load))
       default:

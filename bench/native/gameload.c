@@ -7,14 +7,15 @@
 //   gameload echo
 //     Listens on 127.0.0.1 (a free port), prints {"port":N}. For each connection: reads the handshake and Login
 //     Start frames, writes FIRST_BYTES (as bench/backend.mjs does), then sends back every byte it receives. A player
-//     named "frame" gets a real login for the packet modes instead (protocol 769, compression threshold 256): Set
-//     Compression and Login Success, Finish Configuration after the Login Acknowledged, and the echo after the
-//     client's Finish Configuration.
+//     named "frame" and five digits gets a real login for the packet modes instead (protocol 769, compression
+//     threshold 256): Set Compression and Login Success, Finish Configuration after the Login Acknowledged, and the
+//     echo after the client's Finish Configuration.
 //   gameload game PORT HOST SESSIONS PERIOD_MS CONCURRENCY [raw|framed|encrypted]
 //     Logs SESSIONS sessions in through PORT as player "echo" with server address HOST, at most CONCURRENCY at a
 //     time, prints {"ready":N,"errors":E,"firstError":"..."}; then each session sends a 100-byte packet every
 //     PERIOD_MS, phases spread evenly, stamped with its send time, and times the echo. `framed` logs in as "frame"
-//     and follows the login into play (for Portal's offline mode), each packet then a valid frame of the compressed
+//     and the session's number in five digits (a name of its own: Portal lets one session per player into the packet
+//     modes) and follows the login into play (for Portal's offline mode), each packet then a valid frame of the compressed
 //     format; `encrypted` does an online-mode login first (RSA, then AES-CFB8 both ways, for client_only), which
 //     needs OpenSSL's libcrypto (built with -DWITH_CRYPTO -lcrypto).
 //
@@ -47,10 +48,13 @@
 #define LOGIN_TIMEOUT_S 10
 #define MAX_PENDING_OUT (1 << 20)
 static const unsigned char FIRST_BYTES[] = {0x03, 0x03, 0x80, 0x02};
-// Protocol 769 under compression (dataLength 0): Login Success (UUID, "frame", no properties), Finish Configuration,
-// and the serverbound Login Acknowledged / Finish Configuration (both id 3 in 769).
-static const unsigned char LOGIN_SUCCESS[] = {25, 0x00, 0x02, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
-                                              0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 5, 'f', 'r', 'a', 'm', 'e', 0};
+// The packet modes' player names: "frame" and five digits.
+#define FRAMED_NAME "frame"
+#define FRAMED_NAME_LENGTH 10
+// Protocol 769 under compression (dataLength 0): Login Success (UUID, the player's name, no properties), Finish
+// Configuration, and the serverbound Login Acknowledged / Finish Configuration (both id 3 in 769).
+static const unsigned char LOGIN_SUCCESS_HEAD[] = {30, 0x00, 0x02, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+                                                   0x42, 0x42, 0x42, 0x42, 0x42, 0x42, FRAMED_NAME_LENGTH};
 static const unsigned char EMPTY_PACKET_3[] = {0x02, 0x00, 0x03};
 // A play packet id (serverbound and clientbound in 769) that Portal passes without looking at it.
 #define GAME_PACKET_ID 0x1c
@@ -102,8 +106,9 @@ static int readCommands(void (*onSnapshot)(void)) {
 typedef struct {
   int fd;  // -1 when free
   int loggedIn;
-  int framed;  // the player is "frame": a packet-mode login
+  int framed;  // the player is "frame" and five digits: a packet-mode login
   int frames;  // frames seen before the echo: handshake, Login Start (and for "frame" the two acknowledgements)
+  unsigned char name[FRAMED_NAME_LENGTH];
   unsigned char in[1024];
   size_t inUsed;
   unsigned char* out;  // bytes the socket did not take yet
@@ -189,13 +194,23 @@ static int login(uint32_t index) {
     if (end > sizeof c->in) return 0;
     if (end > c->inUsed) return 1;
     // Login Start: packet id 0, then the name.
-    if (c->frames == 1 && length >= 7 && memcmp(c->in + at + 1, "\x00\x05" "frame", 7) == 0) c->framed = 1;
+    if (c->frames == 1 && length >= 2 + FRAMED_NAME_LENGTH && c->in[at + 1] == 0x00 && c->in[at + 2] == FRAMED_NAME_LENGTH &&
+        memcmp(c->in + at + 3, FRAMED_NAME, strlen(FRAMED_NAME)) == 0) {
+      c->framed = 1;
+      memcpy(c->name, c->in + at + 3, FRAMED_NAME_LENGTH);
+    }
     memmove(c->in, c->in + end, c->inUsed - end);
     c->inUsed -= end;
     c->frames++;
     if (c->frames == 2) {
       if (!sendOrQueue(index, FIRST_BYTES, sizeof FIRST_BYTES)) return 0;
-      if (c->framed && !sendOrQueue(index, LOGIN_SUCCESS, sizeof LOGIN_SUCCESS)) return 0;
+      if (c->framed) {
+        unsigned char success[sizeof LOGIN_SUCCESS_HEAD + FRAMED_NAME_LENGTH + 1];
+        memcpy(success, LOGIN_SUCCESS_HEAD, sizeof LOGIN_SUCCESS_HEAD);
+        memcpy(success + sizeof LOGIN_SUCCESS_HEAD, c->name, FRAMED_NAME_LENGTH);
+        success[sizeof success - 1] = 0;  // no properties
+        if (!sendOrQueue(index, success, sizeof success)) return 0;
+      }
     } else if (c->frames == 3) {
       if (!sendOrQueue(index, EMPTY_PACKET_3, sizeof EMPTY_PACKET_3)) return 0;
     }
@@ -356,9 +371,9 @@ static size_t varInt(unsigned char* out, uint32_t value) {
   return n;
 }
 
-// Handshake (protocol 769, next state login) and Login Start (name "echo", or "frame" for the packet modes, a
-// UUID), as bench/wire.mjs writes them.
-static size_t loginBytes(unsigned char* out, const char* host, int port) {
+// Handshake (protocol 769, next state login) and Login Start (name "echo", or "frame00000" for the packet modes, a
+// UUID), as bench/wire.mjs writes them; `*digitsAt` is where the five digits are (0 for "echo").
+static size_t loginBytes(unsigned char* out, const char* host, int port, size_t* digitsAt) {
   unsigned char body[300];
   size_t hostLength = strlen(host), b = 0, n = 0;
   b += varInt(body + b, 0x00);
@@ -374,10 +389,12 @@ static size_t loginBytes(unsigned char* out, const char* host, int port) {
   n += b;
   b = 0;
   b += varInt(body + b, 0x00);
-  const char* name = flavour == RAW ? "echo" : "frame";
+  const char* name = flavour == RAW ? "echo" : FRAMED_NAME "00000";
   b += varInt(body + b, (uint32_t)strlen(name));
   memcpy(body + b, name, strlen(name));
   b += strlen(name);
+  // The name's digits sit at the same place in the frame: after its length prefix (one byte for a body this short).
+  *digitsAt = flavour == RAW ? 0 : n + 1 + b - 5;
   memset(body + b, 0x42, 16);
   b += 16;
   n += varInt(out + n, (uint32_t)b);
@@ -624,7 +641,8 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
   if (sessions == NULL) die("calloc");
   sessionCount = count;
   unsigned char hello[400];
-  size_t helloLength = loginBytes(hello, host, port);
+  size_t digitsAt = 0;
+  size_t helloLength = loginBytes(hello, host, port, &digitsAt);
   struct epoll_event events[1024];
 
   // Logins, at most `concurrency` in progress.
@@ -639,6 +657,12 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
     for (int i = 0; i < n; i++) {
       uint32_t tag = events[i].data.u32;
       if (tag == STDIN_TAG || sessions[tag].state == CLOSED || sessions[tag].state == PLAYING) continue;
+      if (digitsAt != 0) {
+        // Session k logs in as "frame" and k in five digits.
+        char digits[6];
+        snprintf(digits, sizeof digits, "%05u", tag % 100000u);
+        memcpy(hello + digitsAt, digits, 5);
+      }
       if (advanceLogin((int)tag, events[i].events, hello, helloLength)) {
         settled++;
         inProgress--;
