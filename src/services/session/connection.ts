@@ -57,6 +57,20 @@ export const normaliseIp = (address: string | undefined): string => {
   }
 }
 
+/**
+ * Normalises an address as a PROXY header spells it: any IPv6 spelling (`::FFFF:1.2.3.4`, `0:0:0:0:0:ffff:102:304`,
+ * `2001:DB8:0::1`) becomes the one Node would report for the same client, so logs, the player list and bans by
+ * address show one form. IPv4 arrives checked as four decimal parts.
+ */
+export const normaliseHeaderIp = (address: string): string => {
+  if (!address.includes(":")) return address
+  try {
+    return ipaddr.process(address).toString()
+  } catch {
+    return address
+  }
+}
+
 /** A client seen through `socket`: the local side is looked up only if something asks (a system call). */
 export const peerOn = (socket: Socket, clientIp: string, clientPort: number): Peer => ({
   clientIp,

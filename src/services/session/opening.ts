@@ -33,7 +33,7 @@ import type { HandshakeOwner, RateLimiterDataPlane } from "../RateLimiter.js"
 import type { HandshakeKind, RejectReason, StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { closeWith, refuse } from "./closing.js"
-import { type Connection, noRelease, normaliseIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
+import { type Connection, noRelease, normaliseHeaderIp, type Peer, peerOn, type Release, socketPeer } from "./connection.js"
 import { MESSAGES } from "./messages.js"
 import type { Opened, SettledOpening } from "./phases.js"
 
@@ -160,12 +160,12 @@ const parseProxyHeader = (buffer: Buffer): Parse<ProxyHeader> => {
 export const proxyPeer = (connection: Connection, header: ProxyHeader): Peer => {
   const { source, destination } = header
   if (source === undefined) return socketPeer(connection.socket) // LOCAL: a health check of the load balancer itself
-  const clientIp = normaliseIp(source.address)
+  const clientIp = normaliseHeaderIp(source.address)
   // Never the socket's own remote address (the load balancer's): a getpeername call was a seventh of what a flood
   // connection cost.
   return destination === undefined
     ? peerOn(connection.socket, clientIp, source.port)
-    : { clientIp, clientPort: source.port, localIp: normaliseIp(destination.address), localPort: destination.port }
+    : { clientIp, clientPort: source.port, localIp: normaliseHeaderIp(destination.address), localPort: destination.port }
 }
 
 /** What an opening reads and checks with, and how it records a handshake it has read. */

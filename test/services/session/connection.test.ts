@@ -59,4 +59,15 @@ describe("peers", () => {
     expect(asked).toEqual([])
     expect(proxyPeer({ id: 2, socket }, header("PROXY UNKNOWN\r\n")).clientIp).toBe("127.0.0.5")
   })
+
+  it("any spelling of an IPv6 source or destination is the one form Node reports", () => {
+    const { socket } = countingSocket()
+    const spelled = (source: string, destination = "::1") => {
+      const peer = proxyPeer({ id: 1, socket }, header(`PROXY TCP6 ${source} ${destination} 7 8\r\n`))
+      return [peer.clientIp, peer.localIp]
+    }
+    expect(spelled("::FFFF:198.51.100.2")).toEqual(["198.51.100.2", "::1"])
+    expect(spelled("0:0:0:0:0:ffff:c633:6402", "0:0:0:0:0:0:0:1")).toEqual(["198.51.100.2", "::1"])
+    expect(spelled("2001:DB8:0:0::1", "2001:db8:0::FF")).toEqual(["2001:db8::1", "2001:db8::ff"])
+  })
 })
