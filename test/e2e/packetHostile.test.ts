@@ -36,6 +36,15 @@ const startClientOnly = async (options: { workerLogLevel?: "debug" } = {}) => {
   return { session, backend, portal: await startPortal(dir.configFile, options) }
 }
 
+/** Portal with one `offline` server (off.example, `server` added to its file) in front of a packet backend. */
+const startOffline = async (server = "") => {
+  const backend = await startPacketBackend()
+  const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
+    "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n${server}`
+  })
+  return { backend, portal: await startPortal(dir.configFile) }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Ticks the bystander received after `from`: proof that it kept playing. */
@@ -181,11 +190,7 @@ describe("bad input in the packet modes", () => {
   })
 
   it("an oversized packet, a compressed frame that inflates to more than it claims, and one that claims less than the threshold", { timeout: 30_000 }, async () => {
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
-      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { backend, portal } = await startOffline()
     const bystander = connectClient(portal.port, { version: "1.20.4", username: "Bystander", host: "off.example" })
     expect((await bystander.joined)._tag).toBe("Joined")
     // Under compression (threshold 256): VarInt packetLength | VarInt dataLength | zlib data.
@@ -211,11 +216,7 @@ describe("bad input in the packet modes", () => {
   })
 
   it("a backend's compressed packets that claim less than the threshold reach the player, as a vanilla client takes them", { timeout: 20_000 }, async () => {
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
-      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { backend, portal } = await startOffline()
     const player = connectClient(portal.port, { version: "1.20.4", username: "Small", host: "off.example" })
     expect((await player.joined)._tag).toBe("Joined")
     // The backend compresses every packet from now on, however small (its threshold with the proxy stays 256).
@@ -228,11 +229,7 @@ describe("bad input in the packet modes", () => {
   })
 
   it("a player that stops reading is ended after [timeouts].write as a player timeout, its backend not blamed", { timeout: 20_000 }, async () => {
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, {
-      "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n[timeouts]\nread = "1s"\nwrite = "2s"`
-    })
-    const portal = await startPortal(dir.configFile)
+    const { backend, portal } = await startOffline(`[timeouts]\nread = "1s"\nwrite = "2s"`)
     const player = connectClient(portal.port, { version: "1.20.4", username: "Frozen", host: "off.example" })
     expect((await player.joined)._tag).toBe("Joined")
     const onBackend = backend.clients.get("Frozen")!
