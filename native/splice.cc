@@ -44,7 +44,9 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -1155,6 +1157,19 @@ napi_value GetNotSentLowat(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// unsentBytes(fd) -> the bytes in the socket's send queue the peer has not acknowledged yet (SIOCOUTQ), or -1. It
+// falls as the peer reads, where the socket's writability moves only in steps of a third of its buffer: the relay
+// watchdog's measure of a slow reader's progress.
+napi_value UnsentBytes(napi_env env, napi_callback_info info) {
+  int fd;
+  if (!intArguments(env, info, 1, &fd, "expected (fd), a non-negative integer")) return nullptr;
+  int value = 0;
+  if (ioctl(fd, SIOCOUTQ, &value) != 0) value = -1;
+  napi_value result;
+  napi_create_int32(env, value, &result);
+  return result;
+}
+
 // getKeepAliveDiagnostic(fd) -> { enabled, idle, interval, count, noDelay }: what the kernel holds, for tests and
 // diagnostics.
 napi_value GetKeepAliveDiagnostic(napi_env env, napi_callback_info info) {
@@ -1328,6 +1343,7 @@ NAPI_MODULE_INIT() {
       {"setKeepAlive", nullptr, SetKeepAlive, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setNoDelay", nullptr, SetNoDelay, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getNotSentLowat", nullptr, GetNotSentLowat, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"unsentBytes", nullptr, UnsentBytes, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"getKeepAliveDiagnostic", nullptr, GetKeepAliveDiagnostic, nullptr, nullptr, nullptr, napi_enumerable,
        nullptr},
       {"pipePoolDiagnostic", nullptr, PipePoolDiagnostic, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

@@ -643,6 +643,11 @@ static int runGame(int port, const char* host, int count, double periodMs, int c
   unsigned char hello[400];
   size_t digitsAt = 0;
   size_t helloLength = loginBytes(hello, host, port, &digitsAt);
+  // Five digits name 100,000 sessions: more would log in twice under one name, which the packet modes refuse.
+  if (digitsAt != 0 && count > 100000) {
+    fprintf(stderr, "gameload: at most 100000 sessions in the packet modes\n");
+    exit(2);
+  }
   struct epoll_event events[1024];
 
   // Logins, at most `concurrency` in progress.

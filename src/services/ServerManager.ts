@@ -31,7 +31,7 @@ import { makeController } from "./manager/controller.js"
 import { makeLocal } from "./manager/local.js"
 import { makePanel } from "./manager/panel.js"
 import { type MakeProvider, type Observation, type Provider, type ProviderError, REQUEST_TIMEOUT } from "./manager/Provider.js"
-import { type Event, initialStatus, type Status, step } from "./manager/stateMachine.js"
+import { type Event, initialStatus, type Status, step, stillStarting } from "./manager/stateMachine.js"
 import { monotonicMillis } from "./monotonicClock.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
@@ -249,15 +249,22 @@ const make = (options: ServerManagerOptions) =>
 
     /** Starts a sleeping or crashed server (the caller holds the lock); false when it was not in such a state. */
     const beginStart = (entry: Entry, reason: string): Effect.Effect<boolean> =>
-      beginCommand(entry, {
-        requested: { _tag: "StartRequested", reason },
-        counter: "starts",
-        run: entry.provider.start,
-        failed: (error) => ({ _tag: "StartFailed", error }),
-        bound: entry.config.start_timeout,
-        timedOut: { _tag: "StartTimedOut", reason: `not ready within ${Duration.format(entry.config.start_timeout)}` },
-        afterTimeout: Effect.asVoid(Effect.forkIn(entry.provider.abort.pipe(asServer(entry.id)), entry.scope))
-      })
+      Effect.flatMap(SubscriptionRef.get(entry.status), (before) =>
+        beginCommand(entry, {
+          requested: { _tag: "StartRequested", reason },
+          counter: "starts",
+          // A start that timed out and that the provider still works on is waited for again, not asked for twice.
+          run: stillStarting(before) ? Effect.void : entry.provider.start,
+          failed: (error) => ({ _tag: "StartFailed", error }),
+          bound: entry.config.start_timeout,
+          timedOut: {
+            _tag: "StartTimedOut",
+            reason: `not ready within ${Duration.format(entry.config.start_timeout)}`,
+            providerGoesOn: entry.config.type !== "local"
+          },
+          afterTimeout: Effect.asVoid(Effect.forkIn(entry.provider.abort.pipe(asServer(entry.id)), entry.scope))
+        })
+      )
 
     /** Stops an online (or starting) server (the caller holds the lock). */
     const beginStop = (entry: Entry, reason: string): Effect.Effect<boolean> => {

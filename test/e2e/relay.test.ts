@@ -382,6 +382,38 @@ describe.each(modes)("relay in %s mode", (mode) => {
     client.destroy()
   })
 
+  it("a slow player that keeps reading is not timed out, however long one large write to it takes", async () => {
+    const { portal } = await setup(
+      {
+        onPlayer: (socket) => {
+          const pump = setInterval(() => socket.writable && !socket.writableNeedDrain && socket.write(randomBytes(64 * 1024)), 2)
+          socket.on("close", () => clearInterval(pump))
+          socket.on("error", () => {})
+        }
+      },
+      `[timeouts]\nwrite = "2s"\nread = "1s"`
+    )
+    const client = await connectClient(portal.port)
+    client.write(LOGIN)
+    // 8 KiB every 100 ms: a 256 KiB write to this player takes over 3 s, longer than the write timeout.
+    client.pause()
+    let received = 0
+    const reader = setInterval(() => {
+      const chunk = client.read(8 * 1024) ?? client.read()
+      if (chunk !== null) received += chunk.length
+    }, 100)
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 7_000))
+      expect(portal.logs.filter((line) => / left bulk /.test(line))).toEqual([])
+      const before = received
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(received).toBeGreaterThan(before)
+    } finally {
+      clearInterval(reader)
+      client.destroy()
+    }
+  }, 15_000)
+
   it("shutdown mid-transfer closes both sides, and no descriptor is left open", async () => {
     const before = openFds()
     const backendSockets: Array<net.Socket> = []

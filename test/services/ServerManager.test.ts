@@ -196,6 +196,26 @@ describe("ServerManager", () => {
     }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: LOCAL() }), fakes.make)))
   })
 
+  it.scoped("a join after a panel's start timed out waits for that start again, without a second start command", () => {
+    const fakes = fakeProviders({ lobby: { readyAfter: "never" } })
+    return Effect.gen(function* () {
+      const manager = yield* ServerManager
+      const first = yield* Effect.fork(manager.ensureOnline("lobby"))
+      yield* TestClock.adjust("1 second")
+      yield* fakes.get("lobby").report({ _tag: "Starting", detail: "panel: starting" })
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* Fiber.join(first)).toEqual({ _tag: "Unavailable", state: "crashed", reason: "not ready within 10s" })
+      expect(fakes.get("lobby").aborts).toBe(1)
+      // The panel is still starting it; a join waits for that start, and gets in once the panel says running.
+      const second = yield* Effect.fork(manager.ensureOnline("lobby"))
+      yield* TestClock.adjust("1 second")
+      expect(yield* manager.stateOf("lobby")).toBe("starting")
+      expect(fakes.get("lobby").starts).toBe(1)
+      yield* fakes.get("lobby").report({ _tag: "Running", detail: "panel: running" })
+      expect(yield* Fiber.join(second)).toEqual({ _tag: "Online" })
+    }).pipe(Effect.provide(managerLayer(snapshotOf({ lobby: PANEL(`start_timeout = "10s"`) }), fakes.make)))
+  })
+
   it.scoped("the wait bound can be set by the layer options", () => {
     const fakes = fakeProviders({ lobby: { readyAfter: "never" } })
     return Effect.gen(function* () {
@@ -553,22 +573,33 @@ describe("state machine", () => {
     })
   })
 
-  it("a start past start_timeout is crashed while the provider still says starting; running, stopped or crashed end that", () => {
+  it("a start past start_timeout that the provider goes on with is crashed while it still says starting", () => {
     const starting = { ...status({ _tag: "Stopped", requested: false, detail: "off" }), state: "starting" as const, pending: "start" as const, progressed: true }
-    const crashed = step(starting, { _tag: "StartTimedOut", reason: "not ready within 1m" })!
-    expect(crashed).toMatchObject({ state: "crashed", pending: "start" })
+    const timedOut = { _tag: "StartTimedOut", reason: "not ready within 1m", providerGoesOn: true } as const
+    const crashed = step(starting, timedOut)!
+    expect(crashed).toMatchObject({ state: "crashed", pending: "start", progressed: true })
     const afterTimeout = { ...crashed, since: 0 }
     // A panel polled after the timeout still answers "starting" for the same start: not news.
     expect(step(afterTimeout, { _tag: "Observed", observation: { _tag: "Starting", detail: "starting" } })).toBeUndefined()
     expect(step(afterTimeout, { _tag: "Observed", observation: { _tag: "Running", detail: "up at last" } })).toMatchObject({ state: "online" })
-    // Once the provider shows it stopped or crashed, a later "starting" is a new start, and news.
+    // Once the provider, having shown the start, shows it stopped or crashed, a later "starting" is a new start.
     for (const observation of [{ _tag: "Stopped", requested: false, detail: "off" }, { _tag: "Crashed", detail: "exited", polled: true }] as const) {
       const settled = step(afterTimeout, { _tag: "Observed", observation })!
       expect(settled).toMatchObject({ state: "crashed", pending: undefined })
       expect(step({ ...settled, since: 0 }, { _tag: "Observed", observation: { _tag: "Starting", detail: "again" } })).toMatchObject({ state: "starting" })
     }
-    // A join starts it again as from any crash.
-    expect(step(afterTimeout, { _tag: "StartRequested", reason: "a player is joining" })).toMatchObject({ state: "starting", pending: "start" })
+    // Before it showed the start, "stopped" or a polled "crashed" is the state from before the request: the start stays pending.
+    const unseen = { ...step({ ...starting, progressed: false }, timedOut)!, since: 0 }
+    expect(unseen).toMatchObject({ state: "crashed", pending: "start", progressed: false })
+    expect(step(unseen, { _tag: "Observed", observation: { _tag: "Stopped", requested: false, detail: "off" } })).toBeUndefined()
+    expect(step(unseen, { _tag: "Observed", observation: { _tag: "Crashed", detail: "off", polled: true } })).toBeUndefined()
+    // A join waits for it again, with what the provider showed of it.
+    expect(step(afterTimeout, { _tag: "StartRequested", reason: "a player is joining" })).toMatchObject({ state: "starting", pending: "start", progressed: true })
+    // A local process is killed at the timeout: nothing is pending, and a join starts anew.
+    const killed = { ...step(starting, { ...timedOut, providerGoesOn: false })!, since: 0 }
+    expect(killed).toMatchObject({ state: "crashed", pending: undefined })
+    expect(step(killed, { _tag: "Observed", observation: { _tag: "Starting", detail: "starting" } })).toMatchObject({ state: "starting" })
+    expect(step(killed, { _tag: "StartRequested", reason: "a player is joining" })).toMatchObject({ state: "starting", progressed: false })
   })
 
   it("ignores a stale running report after a stop request, and returns to online when the stop is never confirmed", () => {

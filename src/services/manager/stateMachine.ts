@@ -25,8 +25,11 @@ export type Event =
   | { readonly _tag: "StartRequested"; readonly reason: string }
   /** The start command failed (spawn failure: crashed; API failure: offline). */
   | { readonly _tag: "StartFailed"; readonly error: ProviderError }
-  /** `start_timeout` passed without the server becoming ready. */
-  | { readonly _tag: "StartTimedOut"; readonly reason: string }
+  /**
+   * `start_timeout` passed without the server becoming ready. `providerGoesOn`: the provider carries on with the
+   * start (a panel's or a controller's; a local process is killed).
+   */
+  | { readonly _tag: "StartTimedOut"; readonly reason: string; readonly providerGoesOn: boolean }
   /** Idle shutdown. */
   | { readonly _tag: "StopRequested"; readonly reason: string }
   /** The stop command failed. */
@@ -64,6 +67,9 @@ const to = (state: ServerState, reason: string, pending: Status["pending"] = und
   progressed
 })
 
+/** Crashed by start_timeout while the provider goes on with that start (see StartTimedOut). */
+export const stillStarting = (status: Pick<Status, "state" | "pending">): boolean => status.state === "crashed" && status.pending === "start"
+
 /** Errors that mean the provider cannot be used at all right now: the server is `offline`. */
 const isOfflineError = (error: ProviderError) => error.reason !== "spawn"
 
@@ -71,15 +77,17 @@ export const step = (status: Status, event: Event): Next | undefined => {
   const { state } = status
   switch (event._tag) {
     case "StartRequested":
-      return state === "sleeping" || state === "crashed" ? to("starting", event.reason, "start") : undefined
+      // After a start that timed out and that the provider goes on with, what it showed of that start still counts.
+      return state === "sleeping" || state === "crashed" ? to("starting", event.reason, "start", stillStarting(status) && status.progressed) : undefined
     case "StartFailed":
       if (state !== "starting") return undefined
       return isOfflineError(event.error)
         ? to("offline", `start failed: ${event.error.message}`)
         : to("crashed", event.error.message)
     case "StartTimedOut":
-      // The start stays pending: a panel may go on answering "starting" for it, which is not a new start.
-      return state === "starting" ? to("crashed", event.reason, status.pending) : undefined
+      // Where the provider goes on with it, the start stays pending: a panel answering "starting" for it is no news.
+      if (state !== "starting") return undefined
+      return to("crashed", event.reason, event.providerGoesOn ? status.pending : undefined, status.progressed)
     case "StopRequested":
       return state === "online" || state === "starting" ? to("stopping", event.reason, "stop") : undefined
     case "StopFailed":
@@ -105,14 +113,15 @@ const observe = (status: Status, observation: Observation): Next | undefined => 
     case "Starting":
       if (stopPending) return undefined
       // The start that timed out, still under way on the provider's side: the verdict stands until it is running.
-      if (state === "crashed" && status.pending === "start") return undefined
+      if (stillStarting(status)) return undefined
       if (state === "starting") return status.progressed ? undefined : { ...status, progressed: true }
       return to("starting", observation.detail, undefined, true)
     case "Stopping":
       if (state === "stopping") return undefined
       return to("stopping", observation.detail, status.pending === "stop" ? "stop" : undefined)
     case "Stopped":
-      if (state === "crashed" && status.pending === "start") return { ...status, pending: undefined }
+      // Once the provider showed the start, "stopped" ends it; before, it is the state from before the request.
+      if (stillStarting(status)) return status.progressed ? { ...status, pending: undefined } : undefined
       if (state === "sleeping" || state === "crashed") return undefined
       if (state === "starting" && !observation.requested) {
         // Before the provider has shown any progress, "stopped" is the state from before the start request.
@@ -121,7 +130,8 @@ const observe = (status: Status, observation: Observation): Next | undefined => 
       }
       return to("sleeping", observation.detail)
     case "Crashed":
-      if (state === "crashed") return status.pending === "start" ? { ...status, pending: undefined } : undefined
+      if (stillStarting(status)) return observation.polled && !status.progressed ? undefined : { ...status, pending: undefined }
+      if (state === "crashed") return undefined
       // As "stopped" above: a polled "crashed" before any progress is the state the start request is meant to end.
       if (observation.polled && state === "starting" && status.pending === "start" && !status.progressed) return undefined
       return to("crashed", observation.detail)

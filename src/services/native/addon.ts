@@ -51,6 +51,8 @@ export interface NativeAddon {
   setNoDelay(fd: number): void
   /** At most `count` malloc arenas from now on (glibc's M_ARENA_MAX); false where the C library has no such setting. */
   limitMallocArenas(count: number): boolean
+  /** The bytes in a socket's send queue not yet acknowledged by the peer (SIOCOUTQ); -1 when the kernel says no. */
+  unsentBytes(fd: number): number
   /** Diagnostics and tests only: a socket's TCP_NOTSENT_LOWAT in bytes (0 when it follows the system default). */
   getNotSentLowat(fd: number): number
   /** Diagnostics and tests only: the keepalive settings (seconds, probes) and TCP_NODELAY the kernel holds for a socket. */

@@ -11,6 +11,7 @@ import { encodeLoginDisconnect } from "../../protocol/login.js"
 import { forward, type Direction } from "./forwarder.js"
 import { LINGER_MS, type LiveRelay, type RelayEnd, type RelayMode, type RelayOutcome, type RelayStart } from "./RelayMode.js"
 import type { RelayWatchdog } from "./watchdog.js"
+import { sendMark } from "./sendMark.js"
 
 /** What a peer's connection failing looks like (the codes the splice addon reports as that side closing). */
 const CONNECTION_ERRORS: ReadonlySet<string> = new Set([
@@ -91,10 +92,10 @@ const start = ({ client, backend, timeouts, onEnd }: RelayStart, watchdog: Relay
     {
       sample: (into) => {
         into.readMark = down.bytesRead
-        into.written = up.bytesHanded - backend.writableLength
         into.blocked = backend.writableNeedDrain
-        into.playerWritten = down.bytesHanded - client.writableLength
+        into.written = sendMark(backend, up.bytesHanded, into.blocked)
         into.playerBlocked = client.writableNeedDrain
+        into.playerWritten = sendMark(client, down.bytesHanded, into.playerBlocked)
       }
     },
     timeouts,

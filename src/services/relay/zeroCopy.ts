@@ -226,6 +226,8 @@ class SpliceRelaySession implements SpliceSession {
 
   counters(): Float64Array {
     if (this.final !== undefined || this.handle === undefined) return fillCounters(this.final ?? this.early, this.final !== undefined)
+    // An addon built before `closing` existed leaves its slot alone: not closing, whatever a finished session left.
+    sharedCounters[SpliceCounter.closing] = 0
     this.native.statsInto(this.handle, sharedCounters)
     sharedCounters[SpliceCounter.clientToBackend] = counterAt(sharedCounters, "clientToBackend") + this.early.clientToBackend
     sharedCounters[SpliceCounter.backendToClient] = counterAt(sharedCounters, "backendToClient") + this.early.backendToClient

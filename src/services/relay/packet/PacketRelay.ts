@@ -46,6 +46,7 @@ import { Coalescer } from "./coalesce.js"
 import { type Destination, destinationOf, writeTo } from "./directWrite.js"
 import { canReadWithUserBuffers, forgetReader, isSharedReadBuffer, readWithUserBuffers, sharedReadBuffer } from "../userBufferRead.js"
 import type { PacketStart } from "./PacketStart.js"
+import { sendMark } from "../sendMark.js"
 
 /**
  * Compressed clientbound frames up to this inflated size are peeked at for a BungeeCord request (when the channel is
@@ -124,10 +125,10 @@ export class PacketRelay implements LiveRelay, BungeePeer {
         sample: (into) => {
           const socket = this.link.socket
           into.readMark = this.link.bytesRead
-          into.written = this.link.bytesHanded - socket.writableLength
           into.blocked = socket.writableNeedDrain
-          into.playerWritten = this.playerBytesOut - player.writableLength
+          into.written = sendMark(socket, this.link.bytesHanded, into.blocked)
           into.playerBlocked = player.writableNeedDrain
+          into.playerWritten = sendMark(player, this.playerBytesOut, into.playerBlocked)
         }
       },
       request.timeouts,
