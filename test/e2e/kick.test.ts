@@ -1,7 +1,8 @@
 /**
  * Ending a live session from outside (what a kick from the admin API and a ban of an online player do): through the
  * player registry, in both raw relay modes, with a real client. While the backend has sent the player nothing the
- * player is told why; after that the connection is closed.
+ * player is told why; after that the connection is closed. A client_only login ended while the session service is
+ * asked is told in its cipher, and its place freed at once.
  */
 import { Effect } from "effect"
 import { createRequire } from "node:module"
@@ -12,6 +13,8 @@ import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
 import { waitFor } from "../helpers/wait.js"
 import { reasonText, startBackend } from "../peers/minecraft.js"
+import { connectClient } from "../peers/packetPeers.js"
+import { startSessionService } from "../peers/sessionService.js"
 
 const require = createRequire(import.meta.url)
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -107,5 +110,28 @@ describe.each(["passthrough", "zero_copy"])("ending a live session (%s)", (mode)
     expect(player.events).toContain("disconnect: §cYou were banned: griefing")
     await waitFor(() => backend.sockets.size === 0, { what: "the backend connection to close" })
     await waitFor(async () => (await sessions(portal)).length === 0, { what: "the registry to let the session go" })
+  })
+})
+
+describe.each([1, 2])("ending a client_only login while the session service is asked (worker_threads = %i)", (threads) => {
+  it("the player is told at once, and the session ends then: its place is free, and no failure of the service is logged", { timeout: 20_000 }, async () => {
+    const session = await startSessionService()
+    process.env.PORTAL_SESSION_SERVER = session.url
+    session.mode = "hang"
+    const backend = await silentBackend()
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${threads}\n[forwarding]\nmode = "legacy"`, {
+      "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "client_only"\nmax_players = 1`
+    })
+    const portal = await startPortal(dir.configFile)
+    const player = connectClient(portal.port, { version: "1.20.4", username: "Waiting", host: "on.example", session })
+    await waitFor(() => session.asked.length === 1 || undefined, { what: "the session service to be asked" })
+    await waitFor(async () => (await sessions(portal)).length === 1, { what: "the login listed" })
+    const ended = await portal.run(Effect.flatMap(PlayerRegistry, (registry) => registry.endWhere(() => true, "Take a break")))
+    expect(ended).toBe(1)
+    expect(await player.joined).toEqual({ _tag: "Kicked", reason: "Take a break" })
+    // Well before the service's 5-second bound: the login is over, and the server's one place free again.
+    await waitFor(async () => (await sessions(portal)).length === 0, { what: "the registry to let the session go", timeoutMs: 1500 })
+    await new Promise((resolve) => setTimeout(resolve, 5500))
+    expect(portal.logs.filter((line) => /could not authenticate Waiting/.test(line))).toEqual([])
   })
 })

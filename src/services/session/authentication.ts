@@ -216,18 +216,26 @@ export const makeAuthentication = ({
     // The secret is 16 bytes here (decryptSharedSecret checked it), so both ciphers exist.
     if (encrypt._tag === "Invalid" || decrypt._tag === "Invalid") return Effect.as(disconnect(client, MESSAGES.badEncryption), undefined)
     const refuse = (log: Effect.Effect<void>, message: string) => Effect.as(Effect.zipRight(log, encryptedDisconnect(client, encrypt, message)), undefined)
-    // Ended from outside while the session service is asked: the Disconnect must be encrypted now.
-    admitted.lease.attachEnder({
-      end: (reason) => {
-        if (client.destroyed || client.writableEnded) return
-        client.end(encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(reason), -1)))
-        setTimeout(() => client.destroy(), KICK_FLUSH_MS).unref()
-      }
-    })
+    // Ended from outside (a kick, a ban) while the session service is asked: the Disconnect must be encrypted now,
+    // and the question is dropped, so the login does not hold its place until the service answers or times out.
+    const endedFromOutside = Effect.async<{ readonly _tag: "Ended"; readonly reason: string }>((resume) =>
+      admitted.lease.attachEnder({
+        end: (reason) => {
+          resume(Effect.succeed({ _tag: "Ended", reason }))
+          if (client.destroyed || client.writableEnded) return
+          client.end(encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(reason), -1)))
+          setTimeout(() => client.destroy(), KICK_FLUSH_MS).unref()
+        }
+      })
+    )
     const name = admitted.start.value.name
     const hash = serverHash("", secret, keyPair.publicKeyDer)
-    return Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)).pipe(
+    return Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), endedFromOutside).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
+        if (answer._tag === "Ended") {
+          const said = Effect.logDebug(`${admitted.who} was ended while the session service was asked: ${answer.reason}`)
+          return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+        }
         if (answer._tag === "Left") {
           traceVerdict(trace, "unavailable")
           return refuse(Effect.logWarning(`could not authenticate ${admitted.who}: ${answer.left.reason}`), MESSAGES.sessionServiceDown)
