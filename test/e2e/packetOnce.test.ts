@@ -41,8 +41,15 @@ describe("one session per player in the packet modes", () => {
       const joinedOn = /worker=(\d+)/.exec(portal.logs.find((line) => new RegExp(`${name}.* joined `).test(line)) ?? "")?.[1]
       expect(joinedOn, mode).toBeDefined()
       // Attempts from other addresses until one was refused on the other worker (each lands on either: a bounded loop).
-      const refusedOn = () => new Set(portal.logs.filter((line) => new RegExp(`refused ${name}.*already connected`).test(line)).map((line) => /worker=(\d+)/.exec(line)?.[1]))
+      const refusedOn = () => new Set(portal.logs.filter((line) => new RegExp(`refused ${name}.*already connected`, "i").test(line)).map((line) => /worker=(\d+)/.exec(line)?.[1]))
       const otherWorker = joinedOn === "1" ? "2" : "1"
+      if (mode === "offline") {
+        // offline knows the player by name in any case, as BungeeCord and Velocity do: `twin` and `TWIN` are `Twin`.
+        for (const spelled of [name.toLowerCase(), name.toUpperCase()]) {
+          const again = connectClient(portal.port, { version: "1.21.4", username: spelled, host: other, localAddress: from() })
+          expect(await again.joined, spelled).toEqual(REFUSED)
+        }
+      }
       for (let attempt = 0; attempt < 16 && !refusedOn().has(otherWorker); attempt++) {
         const again = connectClient(portal.port, { version: "1.21.4", username: name, host: attempt % 2 === 0 ? host : other, localAddress: from(), ...online })
         expect(await again.joined, `${mode}, attempt ${attempt}`).toEqual(REFUSED)

@@ -108,8 +108,10 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
         return refused(client, "info", `refused ${who}: modern forwarding needs Minecraft 1.13 or newer (protocol ${opened.opening.handshake.protocolVersion})`, MESSAGES.modernNeeds113, "unavailable", trace)
       }
     }
-    // offline: one session per player name on the proxy (client_only claims the authenticated UUID instead).
-    const claim = server.config.proxy_mode === "offline" && uuid !== undefined ? registry.claimOnline(uuid) : undefined
+    // offline: one session per player name on the proxy, whatever its case, as BungeeCord and Velocity hold it (the
+    // offline UUID of `Twin` is not that of `twin`, so the claim is the lower-case name's); client_only claims the
+    // authenticated UUID instead.
+    const claim = server.config.proxy_mode === "offline" ? registry.claimOnline(offlineUuid(player.name.toLowerCase())) : undefined
     if (claim?._tag === "Taken") {
       return refused(client, "info", `refused ${who}: already connected to this proxy`, MESSAGES.alreadyConnected, "already_connected", trace)
     }
