@@ -133,6 +133,20 @@ export const directSender = (): DirectSend | undefined => {
   return directSend ?? undefined
 }
 
+let unsentReader: ((fd: number) => number) | null | undefined
+
+/**
+ * The addon's SIOCOUTQ (bytes the peer has not acknowledged), or undefined without it, or with an addon built before
+ * it had one. Looked up once.
+ */
+export const unsentBytesReader = (): ((fd: number) => number) | undefined => {
+  if (unsentReader === undefined) {
+    const loaded = loadNativeAddon()
+    unsentReader = "addon" in loaded && typeof loaded.addon.unsentBytes === "function" ? loaded.addon.unsentBytes : null
+  }
+  return unsentReader ?? undefined
+}
+
 /**
  * Caps the C library's malloc arenas, where the addon and glibc allow it (before threads are started: the arenas of
  * threads that already allocated stay); says whether it did.

@@ -10,7 +10,7 @@
  * previous one went out, moves it too.
  */
 import type { Socket } from "node:net"
-import { loadNativeAddon } from "../native/addon.js"
+import { unsentBytesReader } from "../native/addon.js"
 import { tcpFdOf } from "../native/tcpHandle.js"
 
 const writeQueueSizeOf = (socket: Socket): number => {
@@ -18,15 +18,10 @@ const writeQueueSizeOf = (socket: Socket): number => {
   return typeof size === "number" ? size : 0
 }
 
-let unsent: ((fd: number) => number) | null | undefined
-
-/** The addon's SIOCOUTQ where it has it; looked up once. */
+/** The kernel's unacknowledged bytes where the addon can tell, else 0. */
 const unsentBytesOf = (socket: Socket): number => {
-  if (unsent === undefined) {
-    const loaded = loadNativeAddon()
-    unsent = "addon" in loaded && typeof loaded.addon.unsentBytes === "function" ? loaded.addon.unsentBytes : null
-  }
-  if (unsent === null) return 0
+  const unsent = unsentBytesReader()
+  if (unsent === undefined) return 0
   const fd = tcpFdOf(socket)
   return fd === undefined ? 0 : Math.max(0, unsent(fd))
 }

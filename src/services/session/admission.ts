@@ -8,26 +8,23 @@ import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { Socket } from "node:net"
 import { offlineUuid } from "../../protocol/forwarding.js"
-import { decodeLoginStartBody, encodeLoginDisconnect, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
+import { decodeLoginStartBody, MAX_LOGIN_START_FRAME_BYTES } from "../../protocol/login.js"
 import { MODERN_FORWARDING_MIN_PROTOCOL } from "../../protocol/modernForwarding.js"
 import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
-import { type PlayerRegistryDataPlane, releasingAlso, type SessionEnder } from "../PlayerRegistry.js"
+import { type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
-import { disconnect, tellLoginReadFailure } from "./closing.js"
+import { disconnect, loginEnder, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
 import type { Admitted, LoginRoute } from "./phases.js"
-
-/** How long a player ended before the relay may take to read the Disconnect before the socket is closed (ms). */
-const KICK_FLUSH_MS = 2_000
 
 export interface AdmissionServices {
   readonly bans: BanDataPlane
@@ -42,13 +39,6 @@ export interface AdmissionServices {
 export type AdmissionPhase = (route: LoginRoute) => Effect.Effect<Admitted | undefined, ReadError>
 
 /** Ends a login that is still being set up: the player is in the login state, so a Disconnect is understood. */
-const preRelayEnder = (socket: Socket): SessionEnder => ({
-  end: (reason) => {
-    if (socket.destroyed || socket.writableEnded) return
-    socket.end(encodeLoginDisconnect(reason))
-    setTimeout(() => socket.destroy(), KICK_FLUSH_MS).unref()
-  }
-})
 
 /** The admission's verdict on the connection's trace (`admitted`, or the refusal's reason). */
 const traceAdmission = (trace: ConnectionTrace | undefined, verdict: string): void => {
@@ -133,7 +123,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
       return refused(client, "info", `refused ${who}: ${server.id} is full (${server.config.max_players} player${server.config.max_players === 1 ? "" : "s"})`, MESSAGES.serverFull, "server_full", trace)
     }
     const lease = claim?._tag === "Claimed" ? releasingAlso(placed, claim.release) : placed
-    lease.attachEnder(preRelayEnder(client))
+    lease.attachEnder(loginEnder(client))
     const admitted: Admitted = { route, start, who, lease }
     traceAdmission(trace, "admitted")
     // A `[server_manager]` that a reload has just added is not tracked until its first state is known: the join waits.

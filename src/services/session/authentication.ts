@@ -46,7 +46,7 @@ import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import type { RefusalLines } from "../log/refusalLines.js"
-import { closeWith, disconnect, tellLoginReadFailure } from "./closing.js"
+import { closeWith, disconnect, endLogin, loginEnder, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
 import { type Answer, getText } from "./sessionHttp.js"
@@ -74,9 +74,6 @@ export const SESSION_SERVICE_TIMEOUT_MS = 5_000
 const ENCRYPTION_RESPONSE_TIMEOUT_MS = 30_000
 /** An Encryption Response is about 270 bytes; the signed form of 1.19 a few more. */
 const MAX_ENCRYPTION_RESPONSE_BYTES = 8192
-/** How long an ended login may take to read its Disconnect. */
-const KICK_FLUSH_MS = 2_000
-
 /** The session service could not tell: down, slow, or answering something that is not an answer. */
 export class SessionServiceUnavailable extends Data.TaggedError("SessionServiceUnavailable")<{ readonly reason: string }> {
   override get message() {
@@ -222,9 +219,7 @@ export const makeAuthentication = ({
       admitted.lease.attachEnder({
         end: (reason) => {
           resume(Effect.succeed({ _tag: "Ended", reason }))
-          if (client.destroyed || client.writableEnded) return
-          client.end(encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(reason), -1)))
-          setTimeout(() => client.destroy(), KICK_FLUSH_MS).unref()
+          endLogin(client, reason, encrypt)
         }
       })
     )
@@ -265,13 +260,7 @@ export const makeAuthentication = ({
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
         const lease = claim._tag === "Claimed" ? releasingAlso(admitted.lease, claim.release) : admitted.lease
         lease.identify(profile.name, profile.uuid)
-        lease.attachEnder({
-          end: (reason) => {
-            if (client.destroyed || client.writableEnded) return
-            client.end(encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(reason), -1)))
-            setTimeout(() => client.destroy(), KICK_FLUSH_MS).unref()
-          }
-        })
+        lease.attachEnder(loginEnder(client, encrypt))
         const authentication: Authentication = { profile, encrypt, decrypt }
         return Effect.as(Effect.logDebug(`${who} authenticated`), { ...admitted, who, lease, authentication })
       })

@@ -7,7 +7,9 @@ import type { Socket } from "node:net"
 import { NEXT_STATE_STATUS } from "../../protocol/handshake.js"
 import { encodeLegacyKick } from "../../protocol/legacy.js"
 import { encodeLoginDisconnect } from "../../protocol/login.js"
+import type { StreamCipher } from "../../protocol/cipher.js"
 import type { RefusalLines } from "../log/refusalLines.js"
+import type { SessionEnder } from "../PlayerRegistry.js"
 import type { ReadError } from "../net/SocketReader.js"
 import { MESSAGES } from "./messages.js"
 import type { SettledOpening } from "./phases.js"
@@ -40,6 +42,23 @@ export const closeThen = (socket: Socket, data: Buffer | undefined, then: () => 
     socket.destroy()
   }
 }
+
+/** How long a login ended from outside may take to flush its Disconnect (ms). */
+const KICK_FLUSH_MS = 2_000
+
+/**
+ * Ends a login from outside (a kick, a ban) before a relay owns it: the login Disconnect with `reason`, through
+ * `encrypt` once the connection is encrypted, then the socket destroyed after KICK_FLUSH_MS at most.
+ */
+export const endLogin = (socket: Socket, reason: string, encrypt?: StreamCipher): void => {
+  if (socket.destroyed || socket.writableEnded) return
+  const frame = encodeLoginDisconnect(reason)
+  socket.end(encrypt === undefined ? frame : encrypt.update(frame))
+  setTimeout(() => socket.destroy(), KICK_FLUSH_MS).unref()
+}
+
+/** The registry's way to end the login on `socket` (see `endLogin`). */
+export const loginEnder = (socket: Socket, encrypt?: StreamCipher): SessionEnder => ({ end: (reason) => endLogin(socket, reason, encrypt) })
 
 /** Writes a last message, half-closes, and waits (bounded by a plain timer) for it to leave. */
 export const closeWith = (socket: Socket, data: Buffer | undefined): Effect.Effect<void> =>

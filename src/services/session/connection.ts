@@ -50,11 +50,7 @@ export const normaliseIp = (address: string | undefined): string => {
   // The common cases need no parsing: a plain IPv4 address, or an IPv6 one that is not IPv4-mapped.
   if (!address.includes(":")) return address
   if (!address.startsWith("::ffff:") && !address.includes("%")) return address
-  try {
-    return ipaddr.process(address).toString()
-  } catch {
-    return address
-  }
+  return normaliseHeaderIp(address)
 }
 
 /**
