@@ -26,6 +26,15 @@ const servers = (port: number, extra = "") => ({
   "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${port}"]\nproxy_mode = "client_only"\n${extra}`
 })
 
+/** Portal with legacy forwarding in front of `off.example` (offline) and `on.example` (client_only) on one packet backend. */
+const startBoth = async () => {
+  const session = await startSessionService()
+  process.env.PORTAL_SESSION_SERVER = session.url
+  const backend = await startPacketBackend()
+  const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
+  return { session, backend, portal: await startPortal(dir.configFile) }
+}
+
 const endSession = (portal: Awaited<ReturnType<typeof startPortal>>, name: string, reason: string) =>
   portal.run(
     Effect.flatMap(PlayerRegistry, (registry) =>
@@ -38,11 +47,7 @@ const endSession = (portal: Awaited<ReturnType<typeof startPortal>>, name: strin
 
 describe("packet modes with real clients", () => {
   it(`${VERSIONS.join(", ")}: play for 20 s in offline and client_only; legacy forwarding carries the authenticated player`, { timeout: 60_000 }, async () => {
-    const session = await startSessionService()
-    process.env.PORTAL_SESSION_SERVER = session.url
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
-    const portal = await startPortal(dir.configFile)
+    const { session, backend, portal } = await startBoth()
     const players: Array<{ name: string; mode: "off" | "on"; client: PacketClient; localAddress: string }> = []
     for (const version of VERSIONS) {
       for (const mode of ["off", "on"] as const) {
@@ -101,11 +106,7 @@ describe("packet modes with real clients", () => {
   })
 
   it("a 1.20.2+ backend reconfigures: Portal follows into configuration and back to play, and a kick there is a configuration Disconnect", { timeout: 30_000 }, async () => {
-    const session = await startSessionService()
-    process.env.PORTAL_SESSION_SERVER = session.url
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
-    const portal = await startPortal(dir.configFile)
+    const { session, backend, portal } = await startBoth()
     for (const [version, mode] of [["1.20.4", "off"], [NEWEST_VERSION, "on"]] as const) {
       const back = connectClient(portal.port, { version, username: `Back_${mode}`, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })
       const stay = connectClient(portal.port, { version, username: `Stay_${mode}`, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })
@@ -135,11 +136,7 @@ describe("packet modes with real clients", () => {
   })
 
   it("the backend's kick in configuration and in play: the player sees its reason, and the log names it", { timeout: 30_000 }, async () => {
-    const session = await startSessionService()
-    process.env.PORTAL_SESSION_SERVER = session.url
-    const backend = await startPacketBackend()
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n[forwarding]\nmode = "legacy"\n`, servers(backend.port))
-    const portal = await startPortal(dir.configFile)
+    const { session, backend, portal } = await startBoth()
     for (const [version, mode] of [["1.12.2", "off"], ["1.20.4", "on"], [NEWEST_VERSION, "off"]] as const) {
       const name = `Kicked_${mode}_${version.replace(/\./g, "_")}`.slice(0, 16)
       const player = connectClient(portal.port, { version, username: name, host: `${mode}.example`, ...(mode === "on" ? { session } : {}) })

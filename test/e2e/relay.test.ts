@@ -361,18 +361,17 @@ describe.each(modes)("relay in %s mode", (mode) => {
     await portal.waitForLog(/left bulk .*\(write timeout/, 8000)
   })
 
+  /** A backend with plenty to say, as fast as it is taken. */
+  const talkative: BackendBehaviour = {
+    onPlayer: (socket) => {
+      const pump = setInterval(() => socket.writable && !socket.writableNeedDrain && socket.write(randomBytes(64 * 1024)), 2)
+      socket.on("close", () => clearInterval(pump))
+      socket.on("error", () => {})
+    }
+  }
+
   it("a player that stops reading is closed after [timeouts].write as a player timeout, not blamed on the backend", async () => {
-    const { portal } = await setup(
-      {
-        onPlayer: (socket) => {
-          // The backend has plenty to say, as fast as it is taken.
-          const pump = setInterval(() => socket.writable && !socket.writableNeedDrain && socket.write(randomBytes(64 * 1024)), 2)
-          socket.on("close", () => clearInterval(pump))
-          socket.on("error", () => {})
-        }
-      },
-      `[timeouts]\nwrite = "2s"\nread = "1s"`
-    )
+    const { portal } = await setup(talkative, `[timeouts]\nwrite = "2s"\nread = "1s"`)
     const client = await connectClient(portal.port)
     client.write(LOGIN)
     // The player's client takes nothing: once the buffers between are full, Portal stops reading the backend.
@@ -383,16 +382,7 @@ describe.each(modes)("relay in %s mode", (mode) => {
   })
 
   it("a slow player that keeps reading is not timed out, however long one large write to it takes", async () => {
-    const { portal } = await setup(
-      {
-        onPlayer: (socket) => {
-          const pump = setInterval(() => socket.writable && !socket.writableNeedDrain && socket.write(randomBytes(64 * 1024)), 2)
-          socket.on("close", () => clearInterval(pump))
-          socket.on("error", () => {})
-        }
-      },
-      `[timeouts]\nwrite = "2s"\nread = "1s"`
-    )
+    const { portal } = await setup(talkative, `[timeouts]\nwrite = "2s"\nread = "1s"`)
     const client = await connectClient(portal.port)
     client.write(LOGIN)
     // 8 KiB every 100 ms: a 256 KiB write to this player takes over 3 s, longer than the write timeout.
