@@ -126,7 +126,7 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
         // Whether the last "down" was a warning: coming back after an expected outage (a wake) is not news either.
         let warned = false
         const name = `${server.id} ${formatHostPort(address)}`
-        for (;;) {
+        const round = Effect.gen(function* () {
           const result = yield* probe(server, address, settings).pipe(limit.withPermits(1), globalLimit.withPermits(1), Effect.exit)
           const nowHealthy = Exit.isSuccess(result)
           if (nowHealthy !== healthy) {
@@ -145,6 +145,14 @@ export class HealthMonitor extends Effect.Service<HealthMonitor>()("portal/Healt
           }
           healthy = nowHealthy
           yield* balancer.setHealth(server, address, healthy)
+        })
+        for (;;) {
+          // A bug in one round must not end the loop in silence: the address would keep its last verdict for good.
+          yield* round.pipe(
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`health: the probe loop of ${name} failed unexpectedly`, cause)
+            )
+          )
           yield* Effect.sleep(healthy ? settings.interval : settings.unhealthy_interval)
         }
       })

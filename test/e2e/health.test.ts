@@ -23,7 +23,9 @@ afterEach(async () => {
 const blackHole = async (port = 0, host = "127.0.0.1") => {
   const open = new Set<net.Socket>()
   let peak = 0
+  let count = 0
   const server = net.createServer((socket) => {
+    count++
     open.add(socket)
     accepted.add(socket)
     peak = Math.max(peak, open.size)
@@ -35,6 +37,8 @@ const blackHole = async (port = 0, host = "127.0.0.1") => {
   return {
     port: (server.address() as net.AddressInfo).port,
     peak: () => peak,
+    /** Connections accepted so far (each tcp probe is one). */
+    accepted: () => count,
     close: () => new Promise<void>((resolve) => {
       for (const socket of open) socket.destroy()
       server.close(() => resolve())
@@ -62,11 +66,16 @@ describe("active health checks", () => {
     const port = hole.port
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${health("tcp")}`, { "s.toml": `domains = ["s.example.com"]\naddresses = ["${host}:${port}"]` })
     const portal = await startPortal(dir.configFile)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Two probes passed: the loop runs and has set its verdict.
+    await waitFor(() => hole.accepted() >= 2, { timeoutMs: 10_000, what: "two probes of the listening address" })
     expect((await statusOf(portal, "s"))[0]!.healthy).toBe(true)
     await hole.close()
-    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is down \(ECONNREFUSED\)/, 15_000)
-    expect((await statusOf(portal, "s"))[0]!.healthy).toBe(false)
+    await waitFor(async () => (await statusOf(portal, "s"))[0]!.healthy === false, { timeoutMs: 15_000, what: "the closed address marked down" }).catch(
+      (error: Error) => {
+        throw new Error(`${error.message}; probes accepted: ${hole.accepted()}; log:\n${portal.logs.join("\n")}`)
+      }
+    )
+    await portal.waitForLog(/health: s 127\.0\.0\.61:\d+ is down \(ECONNREFUSED\)/)
     // Every address down: the server shows its unreachable MOTD without trying the backend.
     expect(reasonText((await ping(portal.port, "s.example.com")).description)).toMatch(/cannot be reached/)
     await blackHole(port, host)
