@@ -23,6 +23,7 @@ import { PlayerRegistry } from "./PlayerRegistry.js"
 import { Stats } from "./Stats.js"
 import { currentConnectionLog } from "./log/connectionFields.js"
 import { fetchBackendStatus, type StatusFetchError } from "./status/backendStatus.js"
+import { statusCacheKey } from "./status/cacheKey.js"
 import { BUILT_IN_TEXT, composeStatus, motdEntryFor, overlayOnline, UNKNOWN_DOMAIN_TEXT } from "./status/motd.js"
 import { StatusCache } from "./status/StatusCache.js"
 
@@ -128,7 +129,7 @@ export class StatusService extends Effect.Service<StatusService>()("portal/Statu
         const snapshot = yield* store.get
         const ttlMs = Duration.toMillis(snapshot.global.status_cache.ttl)
         const maxEntries = snapshot.global.status_cache.max_entries
-        const key = `${server.id}\0${request.handshake.protocolVersion}`
+        const key = statusCacheKey(server, request.handshake.address, request.handshake.protocolVersion)
         const now = yield* Clock.currentTimeMillis
         const fresh = cache.fresh(key, now, ttlMs)
         if (fresh !== undefined) {

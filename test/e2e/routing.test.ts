@@ -42,6 +42,25 @@ describe("routing by domain", () => {
     expect(await motd("x.example.com")).toBe("motd of wide")
   })
 
+  it.each([1, 2])("a server's domains are cached apart; the names under a wildcard share one entry (worker_threads = %i)", async (workers) => {
+    const backend = await startBackend("net", { motdPerHost: true })
+    const dir = makeConfigDir(proxyToml(`worker_threads = ${workers}\n[status_cache]\nttl = "30s"`), {
+      "net.toml": `domains = ["a.example.com", "b.example.com", "*.w.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]`
+    })
+    const portal = await startPortal(dir.configFile)
+    const motd = async (host: string) => reasonText((await ping(portal.port, host)).description)
+    expect(await motd("a.example.com")).toBe("motd of net for a.example.com")
+    expect(await motd("B.example.com.")).toBe("motd of net for B.example.com.")
+    // Cached: the same answers again, without asking the backend.
+    const asked = backend.handshakes.length
+    expect(await motd("a.example.com")).toBe("motd of net for a.example.com")
+    expect(await motd("b.example.com")).toBe("motd of net for B.example.com.")
+    // A wildcard's names: the first one asked stands for all of them until the ttl ends.
+    expect(await motd("one.w.example.com")).toBe("motd of net for one.w.example.com")
+    expect(await motd("two.w.example.com")).toBe("motd of net for one.w.example.com")
+    expect(backend.handshakes.length).toBe(asked + 1)
+  })
+
   it("Forge markers are kept for the backend but ignored for routing", async () => {
     const backend = await startBackend("forge")
     const dir = makeConfigDir(proxyToml(), { "f.toml": `domains = ["mods.example.com"]\naddresses = ["127.0.0.1:${backend.port}"]` })

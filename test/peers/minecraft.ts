@@ -33,8 +33,19 @@ afterEach(async () => {
  * A backend that answers pings with `motd` and, on login, kicks the player with `kick: <name>` or, with
  * `hold`, keeps them connected until the test ends.
  */
-export const startBackend = async (name: string, options: { hold?: boolean; port?: number } = {}): Promise<BackendPeer> => {
+/** `motdPerHost`: the MOTD names the host the ping asked for (as a backend behind forced hosts answers). */
+export const startBackend = async (name: string, options: { hold?: boolean; port?: number; motdPerHost?: boolean } = {}): Promise<BackendPeer> => {
+  const perHost =
+    options.motdPerHost === true
+      ? {
+          beforePing: (response: { description: unknown }, client: { serverHost?: string }) => ({
+            ...response,
+            description: { text: `motd of ${name} for ${(client.serverHost ?? "").split("\0")[0]}` }
+          })
+        }
+      : {}
   const server = mc.createServer({
+    ...perHost,
     "online-mode": false,
     host: "127.0.0.1",
     port: options.port ?? 0,

@@ -2,7 +2,7 @@
  * A worker's short memory of the status answers the main thread gave it. The main thread owns the status cache, and
  * each answer it sends says how long it stays the answer the cache would give (`reuseForMs`: what is left of the
  * entry's ttl, a second at most for an answer Portal composes, nothing for a fallback after a failed fetch). Until
- * then the worker answers the same server, state and protocol version itself, without a call: pings then cost the
+ * then the worker answers the same server, domain, state and protocol version itself, without a call: pings then cost the
  * main thread nothing, and scale with the workers. A new configuration snapshot forgets every answer; the state is
  * part of the key. Concurrent pings of one key share one call. Every ping still counts in the status cache
  * statistics as the main thread would have counted it.
@@ -10,9 +10,10 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
+import { statusCacheKey } from "../status/cacheKey.js"
 import type { StatusAnswer, StatusRequest, StatusSource } from "../StatusService.js"
 
-/** At most this many answers are remembered (keys are servers × states × protocol versions seen). */
+/** At most this many answers are remembered (keys are servers × domains × states × protocol versions seen). */
 export const STATUS_MEMO_MAX_ENTRIES = 1_000
 
 export interface StatusMemoServices {
@@ -46,7 +47,8 @@ export const makeStatusMemo = ({ ask, snapshot, nowMs, count }: StatusMemoServic
   const inflight = new Map<string, Deferred.Deferred<StatusAnswer>>()
   let under: unknown = snapshot()
 
-  const keyOf = (request: StatusRequest) => `${request.server?.id ?? ""}\0${request.state}\0${request.handshake.protocolVersion}`
+  const keyOf = (request: StatusRequest) =>
+    `${request.state}\0${request.server === undefined ? `\0\0${request.handshake.protocolVersion}` : statusCacheKey(request.server, request.handshake.address, request.handshake.protocolVersion)}`
 
   const remember = (key: string, given: StatusAnswer, asked: unknown) => {
     if (given.reuseForMs <= 0 || asked !== under) return

@@ -9,7 +9,7 @@ import type { StatusAnswer, StatusRequest, StatusSource } from "../../../src/ser
 import { makeStatusMemo, STATUS_MEMO_MAX_ENTRIES } from "../../../src/services/workers/statusMemo.js"
 import type { ServerDefinition } from "../../../src/schema/decode.js"
 
-const server = (id: string) => ({ id }) as unknown as ServerDefinition
+const server = (id: string) => ({ id, config: { domains: ["mc.example.com", "other.example.com", "*.w.example.com"] } }) as unknown as ServerDefinition
 
 const request = (over: { server?: string | undefined; state?: StatusRequest["state"]; protocolVersion?: number } = {}): StatusRequest => ({
   server: over.server === undefined ? server("lobby") : server(over.server),
@@ -92,18 +92,24 @@ describe("statusMemo", () => {
     expect(h.asked).toHaveLength(2)
   })
 
-  it("keeps servers, states and protocol versions apart", async () => {
+  it("keeps servers, domains, states and protocol versions apart; a wildcard's names share one answer", async () => {
     const h = harness((req) => answerOf(`${req.server?.id ?? "none"} ${req.state} ${req.handshake.protocolVersion}`, "cache", 5_000))
+    const at = (address: string): StatusRequest => ({ ...request(), handshake: { ...request().handshake, address } })
     const asks = [
       request(),
       request({ server: "survival" }),
       request({ state: "sleeping" }),
       request({ protocolVersion: 47 }),
-      { ...request(), server: undefined }
+      { ...request(), server: undefined },
+      at("other.example.com"),
+      at("a.w.example.com")
     ]
     for (const req of asks) await h.ping(req)
     for (const req of asks) await h.ping(req)
-    expect(h.asked).toHaveLength(5)
+    // The same configured domain however it is written; another name under the wildcard.
+    await h.ping(at("MC.example.com.\0FML2\0"))
+    await h.ping(at("b.w.example.com"))
+    expect(h.asked).toHaveLength(7)
     expect((await h.ping(request({ state: "sleeping" }))).text).toBe("lobby sleeping 767")
     expect((await h.ping({ ...request(), server: undefined })).text).toBe("none online 767")
   })
