@@ -191,6 +191,15 @@ const traceVerdict = (
   if (verdict !== "authenticated") traceRefusal(trace, verdict)
 }
 
+/** Resolves when the player's connection closes (a player that gives up while the session service is asked). */
+const playerGone = (client: Socket): Effect.Effect<{ readonly _tag: "Gone" }> =>
+  Effect.async((resume) => {
+    const gone = () => resume(Effect.succeed({ _tag: "Gone" }))
+    if (client.destroyed) return gone()
+    client.once("close", gone)
+    return Effect.sync(() => void client.off("close", gone))
+  })
+
 /** An encrypted login Disconnect, then the close. */
 const encryptedDisconnect = (socket: Socket, encrypt: StreamCipher, message: string): Effect.Effect<void> =>
   Effect.suspend(() => closeWith(socket, encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
@@ -225,12 +234,15 @@ export const makeAuthentication = ({
     )
     const name = admitted.start.value.name
     const hash = serverHash("", secret, keyPair.publicKeyDer)
-    return Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), endedFromOutside).pipe(
+    const asked = Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), endedFromOutside)
+    return Effect.raceFirst(asked, playerGone(client)).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
         if (answer._tag === "Ended") {
           const said = Effect.logDebug(`${admitted.who} was ended while the session service was asked: ${answer.reason}`)
           return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
         }
+        // The question is dropped, so the login's place under max_players is given back now, not once it is answered.
+        if (answer._tag === "Gone") return Effect.as(Effect.logDebug(`${admitted.who} left while the session service was asked`), undefined)
         if (answer._tag === "Left") {
           traceVerdict(trace, "unavailable")
           return refuse(Effect.logWarning(`could not authenticate ${admitted.who}: ${answer.left.reason}`), MESSAGES.sessionServiceDown)
