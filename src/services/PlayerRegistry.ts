@@ -11,6 +11,7 @@ import type { ServerDefinition } from "../schema/decode.js"
 import { undashedUuid } from "../protocol/uuid.js"
 import { releaseOnce } from "./once.js"
 import type { PlayerCounter } from "./shared/counters.js"
+import { offlineUuid } from "../protocol/forwarding.js"
 import type { OnlineClaim } from "./shared/onlinePlayers.js"
 import { SharedMemory } from "./SharedMemory.js"
 import type { ByteMeter } from "./relay/RelayMode.js"
@@ -95,6 +96,12 @@ export interface PlayerRegistryDataPlane {
    */
   readonly claimOnline: (uuid: string) => OnlineClaim
 }
+
+/**
+ * The key a player's name is claimed online under (`claimOnline`), in any case: the offline-mode UUID of its lower-case
+ * form (a version-3 UUID, never an account's).
+ */
+export const nameClaimKey = (name: string): string => offlineUuid(name.toLowerCase())
 
 const noPlace = () => {}
 

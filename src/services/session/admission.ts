@@ -15,7 +15,7 @@ import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
 import { framedPacket, type ReadError } from "../net/SocketReader.js"
-import { type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
+import { nameClaimKey, type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import { isPacketMode } from "../relay/modes.js"
 import type { ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
@@ -100,8 +100,8 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
     }
     // offline: one session per player name on the proxy, whatever its case, as BungeeCord and Velocity hold it (the
     // offline UUID of `Twin` is not that of `twin`, so the claim is the lower-case name's); client_only claims the
-    // authenticated UUID instead.
-    const claim = server.config.proxy_mode === "offline" ? registry.claimOnline(offlineUuid(player.name.toLowerCase())) : undefined
+    // authenticated UUID and the name once authenticated.
+    const claim = server.config.proxy_mode === "offline" ? registry.claimOnline(nameClaimKey(player.name)) : undefined
     if (claim?._tag === "Taken") {
       return refused(client, "info", `refused ${who}: already connected to this proxy`, MESSAGES.alreadyConnected, "already_connected", trace)
     }

@@ -40,7 +40,7 @@ import { packetIdsFor } from "../../protocol/packetIds.js"
 import { parseUuid } from "../../protocol/uuid.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
-import { type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
+import { nameClaimKey, type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
@@ -262,15 +262,21 @@ export const makeAuthentication = ({
         traceVerdict(trace, "authenticated")
         if (trace !== undefined) trace.player = profile.name
         if (client.destroyed || client.writableEnded) return Effect.as(Effect.logDebug(`${who} left while the session service was asked`), undefined)
-        // The account once on the proxy: a second session could carry items from one server to another.
+        // The account once on the proxy: a second session could carry items from one server to another. Its name
+        // too, in any case, as offline servers' players are known by it: nobody there may go by it meanwhile (nor
+        // may this player while someone does), as BungeeCord and Velocity hold it.
         const claim = registry.claimOnline(profile.uuid)
-        if (claim._tag === "Taken") {
+        const nameClaim = claim._tag === "Taken" ? claim : registry.claimOnline(nameClaimKey(profile.name))
+        if (claim._tag === "Taken" || nameClaim._tag === "Taken") {
+          if (claim._tag === "Claimed") claim.release()
           traceVerdict(trace, "already_connected")
           stats.rejected("already_connected")
           return refuse(refusals.say("already_connected", "info", `refused ${who}: already connected to this proxy`), MESSAGES.alreadyConnected)
         }
         // The registry names the authenticated player from now on; the place under max_players stays theirs.
-        const lease = claim._tag === "Claimed" ? releasingAlso(admitted.lease, claim.release) : admitted.lease
+        let lease = admitted.lease
+        if (claim._tag === "Claimed") lease = releasingAlso(lease, claim.release)
+        if (nameClaim._tag === "Claimed") lease = releasingAlso(lease, nameClaim.release)
         lease.identify(profile.name, profile.uuid)
         lease.attachEnder(loginEnder(client, encrypt))
         const authentication: Authentication = { profile, encrypt, decrypt }
