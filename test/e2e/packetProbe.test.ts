@@ -70,6 +70,8 @@ describe("a backend's login: plugin questions and compression changes", () => {
         const first = await c.read()
         const answer = decodeLoginPluginResponseBody(first.body)
         seen.push(`response ${first.id} ${answer._tag === "Ok" ? answer.value.messageId : "?"}`)
+        // Then every packet compressed. (Compression off again, a negative threshold, is what vanilla allows too, but
+        // minecraft-protocol's client cannot turn it off, so it is not tried here.)
         c.send(ids.login.clientbound.setCompression!, encodeSetCompressionBody(0))
         c.threshold = 0
         c.send(ids.login.clientbound.loginPluginRequest!, encodeLoginPluginRequestBody({ messageId: 8, channel: "probe:again", data: Buffer.alloc(3, 1) }))
@@ -223,7 +225,7 @@ import { randomBytes } from "node:crypto"
 import { encodeHandshake } from "../../src/protocol/handshake.js"
 import { encodeLoginStartBody } from "../../src/protocol/login.js"
 import { encodeFrame, FrameDecoder, readPacket } from "../../src/protocol/framing.js"
-import { encodeVarInt } from "../../src/protocol/varint.js"
+import { encodeVarInt, readVarInt } from "../../src/protocol/varint.js"
 
 /** A hand-made player: handshake and Login Start, then whole packets both ways at the threshold Portal sets. */
 const rawPlayer = (port: number, pv: number, name: string) => {
@@ -233,6 +235,7 @@ const rawPlayer = (port: number, pv: number, name: string) => {
   const packets: Array<{ id: number; body: Buffer }> = []
   const ids = packetIdsFor(pv)!
   let threshold = -1
+  let loggedIn = false
   let closed = false
   socket.on("close", () => (closed = true))
   socket.on("data", (chunk) => {
@@ -243,10 +246,12 @@ const rawPlayer = (port: number, pv: number, name: string) => {
       const packet = readPacket(frame)
       if (packet._tag !== "Packet") break
       packets.push({ id: packet.packetId, body: Buffer.from(packet.body) })
-      if (packets.length <= 2 && packet.packetId === ids.login.clientbound.setCompression) {
-        threshold = packet.body[0]! | ((packet.body[1] ?? 0) << 7)
+      if (!loggedIn && packet.packetId === ids.login.clientbound.setCompression) {
+        const value = readVarInt(packet.body)
+        threshold = value._tag === "Value" && value.value >= 0 ? value.value : -1
         decoder.setCompression(threshold)
       }
+      if (packet.packetId === ids.login.clientbound.loginSuccess) loggedIn = true
     }
   })
   socket.write(
@@ -411,5 +416,36 @@ describe("one session per player name across the packet modes", () => {
     expect((await first.joined)._tag).toBe("Joined")
     const second = connectClient(portal.port, { version: "1.21.4", username: "jeb_", host: "on.example", session, localAddress: "127.0.5.4" })
     expect(await second.joined).toEqual({ _tag: "Kicked", reason: "§cYou are already connected to this proxy!" })
+  })
+})
+
+describe("a backend that turns compression off again", () => {
+  it("a negative threshold after a positive one: the player is told, and both ways go uncompressed", { timeout: 20_000 }, async () => {
+    const pv = PROTOCOLS["1.16.5"]!
+    const ids = packetIdsFor(pv)!
+    const received: Array<number> = []
+    const backend = await startScriptedBackend(async (c) => {
+      await c.read()
+      await c.read()
+      c.send(ids.login.clientbound.setCompression!, encodeSetCompressionBody(64))
+      c.threshold = 64
+      c.send(ids.login.clientbound.setCompression!, encodeSetCompressionBody(-1))
+      c.threshold = -1
+      c.send(ids.login.clientbound.loginSuccess, encodeLoginSuccessBody({ uuid: offlineUuid("Plain"), name: "Plain", properties: [], strictErrorHandling: false }, pv))
+      c.send(0x22, Buffer.alloc(300, 5))
+      for (;;) {
+        const packet = await c.read(10_000).catch(() => undefined)
+        if (packet === undefined) return
+        received.push(packet.body.length)
+      }
+    })
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n` })
+    const portal = await startPortal(dir.configFile)
+    const player = rawPlayer(portal.port, pv, "Plain")
+    const big = await waitFor(() => player.packets.find((p) => p.id === 0x22), { what: "the play packet" })
+    expect(big.body.equals(Buffer.alloc(300, 5))).toBe(true)
+    player.send(0x0a, Buffer.alloc(500, 6))
+    await waitFor(() => received.includes(500), { what: "the player's packet on the backend" })
+    expect(portal.logs.filter((line) => /bad packet/.test(line))).toEqual([])
   })
 })
