@@ -35,7 +35,7 @@ import { PlayerRegistry, type PlayerRegistryDataPlane } from "../services/Player
 import { rateLimiterDataPlane } from "../services/RateLimiter.js"
 import { Relay } from "../services/Relay.js"
 import { deliverHere } from "../services/relay/packet/bungee.js"
-import type { ChannelNetwork, ChannelSession } from "../services/relay/packet/PacketStart.js"
+import { type ChannelNetwork, type ChannelSession, ONCE_REQUESTS } from "../services/relay/packet/PacketStart.js"
 import { Router } from "../services/Router.js"
 import type { EnsureResult } from "../services/ServerManager.js"
 import { MOJANG_SESSION_SERVER } from "../services/session/authentication.js"
@@ -187,7 +187,8 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
           )
         ),
       // Forwarded data of its own (a view into a pooled Buffer would take the whole pool along).
-      route: (delivery) => post({ _tag: "ChannelRoute", delivery: "data" in delivery ? { ...delivery, data: new Uint8Array(delivery.data) } : delivery })
+      route: (delivery) => post({ _tag: "ChannelRoute", delivery: "data" in delivery ? { ...delivery, data: new Uint8Array(delivery.data) } : delivery }),
+      firstTime: (request) => shared.once.first(ONCE_REQUESTS.indexOf(request))
     }
 
     const snapshot = yield* followSnapshot(store)

@@ -70,10 +70,11 @@ const sessionsOf = (serverId?: string) => entries.filter((entry) => serverId ===
 type Permissions = Partial<Record<keyof typeof CHANNEL_DEFAULTS, boolean>>
 
 /** One thread's context by default: lookups answered at once from `entries`, nothing routed. */
-const context = (permissions: Permissions = {}, network: ChannelNetwork = localNetwork(sessionsOf)): ChannelContext => ({
+const context = (permissions: Permissions = {}, network: ChannelNetwork = thisThread): ChannelContext => ({
   permissions: { ...CHANNEL_DEFAULTS, ...permissions },
   lookup: network.lookup,
   route: network.route,
+  firstTime: network.firstTime,
   countFor: (serverId) => entries.filter((entry) => entry.serverId === serverId).length,
   servers: [
     { id: "lobby", host: "10.0.0.1", port: 25565 },
@@ -90,8 +91,11 @@ const resolving: Array<{ host: string; reply: (address: string | undefined, fail
 const logs: Array<string> = []
 const log = { debug: (line: string) => logs.push(`debug ${line}`), info: (line: string) => logs.push(`info ${line}`), warning: (line: string) => logs.push(`warn ${line}`) }
 
+/** The one thread's network (what it has logged once is forgotten after each test). */
+let thisThread = localNetwork(sessionsOf)
 const added: Array<BungeePeer> = []
 afterEach(() => {
+  thisThread = localNetwork(sessionsOf)
   for (const one of added.splice(0)) liveSessions.remove(one)
   logs.length = 0
   resolving.length = 0
@@ -109,7 +113,11 @@ const ask = (asker: FakePeer, data: Buffer, permissions?: Permissions, network?:
 const workerNetwork = () => {
   const lookups: Array<{ query: unknown; reply: (sessions: ReadonlyArray<ChannelSession>, failure?: string) => void }> = []
   const routed: Array<ChannelDelivery> = []
-  const network: ChannelNetwork = { lookup: (query, reply) => lookups.push({ query, reply }), route: (delivery) => routed.push(delivery) }
+  const network: ChannelNetwork = {
+    lookup: (query, reply) => lookups.push({ query, reply }),
+    route: (delivery) => routed.push(delivery),
+    firstTime: localNetwork(sessionsOf).firstTime
+  }
   return { network, lookups, routed }
 }
 

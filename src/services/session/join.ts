@@ -152,6 +152,7 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
           permissions: forwardingConfig.channel_permissions,
           lookup: network.lookup,
           route: network.route,
+          firstTime: network.firstTime,
           countFor: (id) => {
             const counted = snapshot.servers.get(id)
             return counted === undefined ? 0 : registry.countFor(counted)

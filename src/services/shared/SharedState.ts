@@ -26,7 +26,7 @@
  * - one address: 64 B, plus 68 B per window with events (up to 8 events each): 132 B with one event, 200 B with a
  *   login and a ping. 60,000 addresses with one event each: 8.4 MB (8.0 MiB) with the buckets (measured by
  *   test/services/shared/memory.test.ts).
- * - counters: 4 B for connections and a 64 B line per ledger; 4 B per server slot and 4 B per server slot per ledger
+ * - counters: 4 B for connections (and 4 B of flags set once, onceFlags.ts) and a 64 B line per ledger; 4 B per server slot and 4 B per server slot per ledger
  *   [4,096 server slots: 16 KiB, and 16 KiB per thread].
  * - balancer: 48 B per address slot and 4 B per address slot per ledger [16,384 slots: 768 KiB, and 64 KiB per
  *   thread]; 16 B per server slot (lock and pick counter) [64 KiB].
@@ -46,6 +46,7 @@ import { IpTable, seedIpTable } from "./IpTable.js"
 import { allocateBuffers, layoutFor, type SharedBuffers, type SharedCapacities } from "./layout.js"
 import { SharedBalancer } from "./balancerState.js"
 import { OnlinePlayers, seedOnlinePlayers } from "./onlinePlayers.js"
+import { OnceFlags } from "./onceFlags.js"
 
 export type { AddressEntry, IpTableStats, RateKind } from "./IpTable.js"
 export type { SharedBuffers, SharedCapacities, SharedLayout } from "./layout.js"
@@ -79,6 +80,8 @@ export interface SharedState {
   readonly players: PlayerCounter
   readonly balancer: SharedBalancer
   readonly online: OnlinePlayers
+  /** Flags set once proxy-wide (a line logged once whatever thread sees its cause first). */
+  readonly once: OnceFlags
   /**
    * Gives back everything `worker` held and frees the locks it held (control thread, after that worker died and
    * before a replacement attaches with the same index).
@@ -120,5 +123,5 @@ export const attachSharedState = (buffers: SharedBuffers, worker: number): Share
       locksFreed
     }
   }
-  return { buffers, worker, ipTable, connections, players, balancer, online, releaseWorker }
+  return { buffers, worker, ipTable, connections, players, balancer, online, once: new OnceFlags(buffers), releaseWorker }
 }

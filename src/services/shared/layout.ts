@@ -112,12 +112,14 @@ const PAGE = 4096
 /** Word offsets in `counters`: a connection ledger per cache line, so that threads do not share one. */
 export const countersLayout = (layout: SharedCapacities & { readonly ledgers: number }) => {
   const connections = 0
+  /** Bits set once proxy-wide (onceFlags.ts), in the connection counter's cache line, which has room to spare. */
+  const once = 1
   const connectionLedgers = 16
   const ledgerStride = 16
   const players = connectionLedgers + layout.ledgers * ledgerStride
   const playerLedgers = players + layout.serverSlots
   const words = playerLedgers + layout.ledgers * layout.serverSlots
-  return { connections, connectionLedgers, ledgerStride, players, playerLedgers, words }
+  return { connections, once, connectionLedgers, ledgerStride, players, playerLedgers, words }
 }
 
 /** Word offsets in `balancerInts` and `balancerFloats`. */

@@ -106,3 +106,23 @@ describe("places", () => {
     expect([generationOf(words[1]!), countOf(words[1]!)]).toEqual([2, 1])
   })
 })
+
+describe("flags set once", () => {
+  it("each flag is first once for all threads together, and the connection count beside them is untouched", () => {
+    const control = createSharedState({ workers: 2 })
+    const worker0 = attachSharedState(control.buffers, 0)
+    const worker1 = attachSharedState(control.buffers, 1)
+    const release = worker0.connections.enter(0)!
+    expect(worker1.once.first(0)).toBe(true)
+    expect(worker0.once.first(0)).toBe(false)
+    expect(worker1.once.first(0)).toBe(false)
+    expect(worker0.once.first(1)).toBe(true)
+    expect(control.once.first(1)).toBe(false)
+    expect(control.once.first(31)).toBe(true)
+    // A replacement worker attaches to the same state: what was logged once stays logged.
+    expect(attachSharedState(control.buffers, 0).once.first(0)).toBe(false)
+    expect(control.connections.count()).toBe(1)
+    release()
+    expect(control.connections.count()).toBe(0)
+  })
+})

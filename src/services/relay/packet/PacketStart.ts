@@ -89,7 +89,13 @@ export interface ChannelNetwork {
   readonly lookup: (query: ChannelQuery, reply: (sessions: ReadonlyArray<ChannelSession>, failure?: string) => void) => void
   /** Sends on what this thread could not deliver itself (with worker threads). */
   readonly route: ((delivery: ChannelDelivery) => void) | undefined
+  /** True the first time, proxy-wide, that a backend asks for `request` (logged once, however many threads see it). */
+  readonly firstTime: (request: OnceRequest) => boolean
 }
+
+/** The requests the channel logs once rather than answering (they need server switching). */
+export const ONCE_REQUESTS = ["Connect", "ConnectOther"] as const
+export type OnceRequest = (typeof ONCE_REQUESTS)[number]
 
 /** What the BungeeCord channel reads (legacy_channel = true). */
 export interface ChannelContext extends ChannelNetwork {

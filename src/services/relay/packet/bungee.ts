@@ -100,9 +100,6 @@ class LiveSessions {
 
 export const liveSessions = new LiveSessions()
 
-/** Connect and ConnectOther are logged once per thread. */
-const loggedOnce = new Set<string>()
-
 /** Lookups of one connection waiting for their answer, at most: a backend asking faster than answers come is cut off. */
 export const MAX_WAITING_LOOKUPS = 64
 
@@ -289,8 +286,7 @@ const act = (peer: BungeePeer, request: BungeeRequest, context: ChannelContext, 
     }
     case "Connect":
     case "ConnectOther":
-      if (!loggedOnce.has(request._tag)) {
-        loggedOnce.add(request._tag)
+      if (context.firstTime(request._tag)) {
         log.info(`a backend asked for BungeeCord ${request._tag}: server switching is not available yet, so such requests are ignored (logged once)`)
       }
       return

@@ -4,7 +4,7 @@
  * a delivery is left for other threads once one has delivered it to its own players.
  */
 import { lookup } from "node:dns"
-import type { ChannelDelivery, ChannelNetwork, ChannelQuery, ChannelSession } from "./PacketStart.js"
+import type { ChannelDelivery, ChannelNetwork, ChannelQuery, ChannelSession, OnceRequest } from "./PacketStart.js"
 
 /** The sessions `query` selects, as the channel reads them (plain data: they may cross to another thread). */
 export const lookupSessions = (
@@ -19,10 +19,14 @@ export const lookupSessions = (
 }
 
 /** One thread: every session is in this thread's registry and every player is relayed here. */
-export const localNetwork = (sessions: (serverId?: string) => ReadonlyArray<ChannelSession>): ChannelNetwork => ({
-  lookup: (query, reply) => reply(lookupSessions(sessions, query)),
-  route: undefined
-})
+export const localNetwork = (sessions: (serverId?: string) => ReadonlyArray<ChannelSession>): ChannelNetwork => {
+  const seen = new Set<OnceRequest>()
+  return {
+    lookup: (query, reply) => reply(lookupSessions(sessions, query)),
+    route: undefined,
+    firstTime: (request) => !seen.has(request) && seen.add(request) !== undefined
+  }
+}
 
 /**
  * What of `delivery` is still wanted once a thread delivered it to players on `reached` (their servers): nothing
