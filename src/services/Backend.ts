@@ -36,6 +36,23 @@ export class BackendUnavailable extends Data.TaggedError("BackendUnavailable")<{
   }
 }
 
+/**
+ * The player of a login left (or misbehaved) while the backend was dialled: the attempt in flight was dropped, so
+ * that its place under max_players and its least_conn count are given back at once rather than after the timeouts.
+ */
+export class DialAbandoned extends Data.TaggedError("DialAbandoned")<{
+  readonly serverId: string
+  readonly attempts: ReadonlyArray<AttemptFailure>
+  /** What the player did: closed the connection, sent too much. */
+  readonly why: string
+}> {}
+
+/**
+ * Watches the player while its backend is dialled: calls `left` (at most once, possibly at once) when the player
+ * is gone; returns the canceler.
+ */
+export type PlayerWatch = (left: (why: string) => void) => () => void
+
 export interface BackendConnection {
   readonly socket: net.Socket
   readonly address: BackendAddress
@@ -94,10 +111,16 @@ const make = (connectTo: Connector) =>
      * Connects to the first address that answers, in the Balancer's order, reporting every result to it. One
      * suspension for all attempts, with plain timers: this runs for every login. Interrupting it destroys the
      * socket being connected; once it succeeds the caller owns the socket. A permanent error listener keeps a late
-     * socket error from ever becoming an uncaught exception.
+     * socket error from ever becoming an uncaught exception. With `abandon`, the dial is dropped when its watch says
+     * the player left (inside the same callbacks, so a socket is never both handed over and dropped).
      */
-    const dial = (server: ServerDefinition, global: GlobalConfig, countSession = false): Effect.Effect<Dialed, BackendUnavailable> =>
-      Effect.async<Dialed, BackendUnavailable>((resume) => {
+    const dialing = <E>(
+      server: ServerDefinition,
+      global: GlobalConfig,
+      countSession: boolean,
+      abandon: { readonly watch: PlayerWatch; readonly error: (attempts: ReadonlyArray<AttemptFailure>, why: string) => E } | undefined
+    ): Effect.Effect<Dialed, BackendUnavailable | E> =>
+      Effect.async<Dialed, BackendUnavailable | E>((resume) => {
         const order = balancer.dataPlane.order(server, monotonicMillisOf(clock))
         const limit = global.connect_max_attempts === 0 ? order.length : Math.min(order.length, global.connect_max_attempts)
         const timeoutMs = Duration.toMillis(connectTimeoutOf(server, global))
@@ -108,9 +131,23 @@ const make = (connectTo: Connector) =>
         // A login counts on the address it tries from the attempt on, not once connected: logins that arrive
         // together must see each other in least_conn's counts and slow start's ramp.
         let counted: () => void = nothingCounted
+        let abandoned = false
+        let stopWatching: () => void = nothingCounted
+        const playerLeft = (why: string) => {
+          abandoned = true
+          clearTimeout(timer)
+          socket?.destroy()
+          socket = undefined
+          counted()
+          counted = nothingCounted
+          if (abandon !== undefined) resume(Effect.fail(abandon.error(failures, why)))
+        }
 
         const attempt = (): void => {
-          if (index >= limit) return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
+          if (index >= limit) {
+            stopWatching()
+            return resume(Effect.fail(new BackendUnavailable({ serverId: server.id, attempts: failures })))
+          }
           const address = order[index++]!
           const start = performance.now()
           if (countSession) counted = balancer.dataPlane.acquire(server, address)
@@ -141,19 +178,32 @@ const make = (connectTo: Connector) =>
             socket = undefined
             const release = counted
             counted = nothingCounted
+            stopWatching()
             resume(Effect.succeed({ socket: current, address, failures, start, end, release }))
           }
           timer = setTimeout(() => failed(`no answer within ${Duration.format(Duration.millis(timeoutMs))}`), timeoutMs)
           current.once("error", onError)
           current.once("connect", onConnect)
         }
+        if (abandon !== undefined) {
+          stopWatching = abandon.watch(playerLeft)
+          if (abandoned) return
+        }
         attempt()
         return Effect.sync(() => {
+          stopWatching()
           clearTimeout(timer)
           socket?.destroy()
           counted()
         })
       })
+
+    const dial = (server: ServerDefinition, global: GlobalConfig, countSession = false): Effect.Effect<Dialed, BackendUnavailable> =>
+      dialing<never>(server, global, countSession, undefined)
+
+    /** A login's dial: counted for least_conn and slow start, and dropped if `watch` says the player left meanwhile. */
+    const dialFor = (watch: PlayerWatch | undefined, server: ServerDefinition, global: GlobalConfig): Effect.Effect<Dialed, BackendUnavailable | DialAbandoned> =>
+      dialing(server, global, true, watch === undefined ? undefined : { watch, error: (attempts, why) => new DialAbandoned({ serverId: server.id, attempts, why }) })
 
     /** Failed attempts before a success, for the debug log. */
     const logFailures = (server: ServerDefinition, failures: ReadonlyArray<AttemptFailure>) =>
@@ -177,7 +227,7 @@ const make = (connectTo: Connector) =>
         return { socket: dialed.socket, address: dialed.address, detach: () => (holder.socket = undefined) }
       })
 
-    return { connect, dial, logFailures }
+    return { connect, dial, dialFor, logFailures }
   })
 
 export class Backend extends Effect.Service<Backend>()("portal/Backend", {

@@ -1,7 +1,12 @@
 /** Backends: failures, the status cache, balancing, limits, handshake rewriting and forwarding. */
+import { spawn } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
+import { ConfigStore } from "../../src/services/ConfigStore.js"
+import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { offlineUuid } from "../../src/protocol/forwarding.js"
 import { freePort } from "../helpers/net.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
@@ -12,7 +17,55 @@ import { join, ping, reasonText, startBackend } from "../peers/minecraft.js"
 const proxyToml = (extra = "") => `bind = "127.0.0.1:0"\nconnect_timeout = "1s"\n${extra}`
 
 
+/** A backend address whose connects hang (the stuckListener peer with its accept queue filled), for `holdMs`. */
+const hangingBackend = async (holdMs: number) => {
+  const child = spawn(process.execPath, [path.resolve("test/peers/stuckListener.mjs"), String(holdMs)], { stdio: ["ignore", "pipe", "inherit"] })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      const found = /ready (\d+)/.exec(String(chunk))
+      if (found !== null) resolve(Number(found[1]))
+    })
+    child.once("exit", () => reject(new Error("the stuck listener ended early")))
+  })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const fillers = [0, 1].map(() => net.connect(port, "127.0.0.1").on("error", () => {}))
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  return {
+    port,
+    close: () => {
+      for (const filler of fillers) filler.destroy()
+      child.kill()
+    }
+  }
+}
+
 describe("backend down", () => {
+  it.each([1, 2])("in a packet mode, a player who leaves while a hanging backend is dialled gives the place back at once (worker_threads = %i)", { timeout: 20_000 }, async (workers) => {
+    const hanging = await hangingBackend(15_000)
+    try {
+      const dir = makeConfigDir(proxyToml(`connect_timeout = "10s"\nworker_threads = ${workers}`).replace(`connect_timeout = "1s"\n`, ""), {
+        "slow.toml": `domains = ["slow.example.com"]\naddresses = ["127.0.0.1:${hanging.port}"]\nmax_players = 1\nproxy_mode = "offline"`
+      })
+      const portal = await startPortal(dir.configFile, { workerLogLevel: "debug" })
+      const countOnline = () =>
+        portal.run(
+          Effect.gen(function* () {
+            const server = (yield* (yield* ConfigStore).get).servers.get("slow")!
+            return (yield* PlayerRegistry).dataPlane.countFor(server)
+          })
+        )
+      // The player gives up after a second (the client closes its connection); the dial would go on for 10 s.
+      const started = Date.now()
+      await expect(join(portal.port, "slow.example.com", { timeoutMs: 1_000 })).rejects.toThrow(/did not finish in time/)
+      await portal.waitForLog(/Steve.* left while slow was dialled/, 3_000)
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(await countOnline()).toBe(0)
+      expect(portal.logs.filter((line) => /could not join/.test(line))).toEqual([])
+    } finally {
+      hanging.close()
+    }
+  })
+
   it("a login gets disconnect_message and a ping the unreachable MOTD", async () => {
     const port = await freePort()
     const dir = makeConfigDir(proxyToml(), {

@@ -13,7 +13,8 @@ import * as Exit from "effect/Exit"
 import type { Socket } from "node:net"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { formatHostPort } from "../../schema/HostPort.js"
-import type { AttemptFailure, Backend } from "../Backend.js"
+import type { AttemptFailure, Backend, PlayerWatch } from "../Backend.js"
+import { needMore, type SocketReader } from "../net/SocketReader.js"
 import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
 import { offlineUuid } from "../../protocol/forwarding.js"
 import { splitAddress } from "../../protocol/handshake.js"
@@ -35,7 +36,7 @@ import type { Admitted, Joined } from "./phases.js"
 
 export interface JoinServices {
   readonly stats: StatsDataPlane
-  readonly backend: Pick<Backend, "dial" | "logFailures">
+  readonly backend: Pick<Backend, "dialFor" | "logFailures">
   readonly forwarding: Pick<Forwarding, "backendHandshake" | "modernSecret">
   readonly relay: RelayDataPlane
   /** The BungeeCord channel of the packet modes reads player counts... */
@@ -54,6 +55,22 @@ export type JoinPhase = (admitted: Admitted) => Effect.Effect<Joined>
 
 const formatBytes = (bytes: number): string =>
   bytes < 1024 ? `${bytes} B` : bytes < 1048576 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`
+
+/**
+ * Bytes a packet-mode player may send while its backend is dialled: a client waits for the server's answer to its
+ * login and sends nothing meanwhile, so this is room to spare; what does arrive is kept for the backend. The raw
+ * modes are not watched: there a client may send on and half-close (its bytes and its end are the backend's), and
+ * the kernel holds what it sends until the relay reads it.
+ */
+const DIAL_WATCH_LIMIT = 64 * 1024
+/** The longest a Node timer waits: the watch ends with the dial, never by its own timer. */
+const DIAL_WATCH_MS = 2 ** 31 - 1
+const nothingParsed = () => needMore
+const ignoreNothing = () => {}
+
+/** The dial's watch of the player: reading on (the bytes kept), so that a player who closes is noticed at once. */
+const watchPlayer = (reader: SocketReader): PlayerWatch => (left) =>
+  reader.readThen("the backend's answer", DIAL_WATCH_LIMIT, DIAL_WATCH_MS, nothingParsed, ignoreNothing, (error) => left(error.message))
 
 /** Whether the player left (or was ended from outside) while the join was under way. */
 const gone = (client: Socket): boolean => client.destroyed || client.writableEnded
@@ -240,7 +257,15 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
     const client = connection.socket
     if (gone(client)) return CLOSED
     const trace = connection.trace
-    return Effect.flatMap(Effect.either(backend.dial(server, snapshot.global, true)), (dialed): Effect.Effect<Joined> => {
+    const { mode } = relay.modeFor(server)
+    const watch = mode.kind === "packet" ? watchPlayer(opened.reader) : undefined
+    return Effect.flatMap(Effect.either(backend.dialFor(watch, server, snapshot.global)), (dialed): Effect.Effect<Joined> => {
+      if (dialed._tag === "Left" && dialed.left._tag === "DialAbandoned") {
+        // Its place and least_conn count are given back now, not after the connect timeouts.
+        noteFailures(stats, trace, dialed.left.attempts)
+        const said = Effect.logDebug(`${admitted.who} left while ${server.id} was dialled (${dialed.left.why})`)
+        return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), "closed")
+      }
       if (dialed._tag === "Left") {
         noteFailures(stats, trace, dialed.left.attempts)
         stats.rejected("backend_unreachable")
@@ -262,7 +287,6 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
         trace.forwardingStart = performance.now()
         trace.forwarding = forwardingModeOf(server, snapshot.global)
       }
-      const { mode } = relay.modeFor(server)
       const packetMode = mode.kind === "packet"
       const handshake = Effect.suspend(() =>
         forwarding.backendHandshake({
