@@ -9,6 +9,7 @@ import * as net from "node:net"
 import { describe, expect, it } from "vitest"
 import { ConfigStore } from "../../src/services/ConfigStore.js"
 import { MAX_PENDING_HANDSHAKES, RateLimiter } from "../../src/services/RateLimiter.js"
+import { HANDSHAKE_TIMEOUT_MS } from "../../src/services/session/opening.js"
 import { BURST } from "../../src/services/log/refusalLines.js"
 import { makeConfigDir } from "../helpers/tempdir.js"
 import { startPortal } from "../helpers/portal.js"
@@ -137,11 +138,21 @@ describe("floods and hostile input", () => {
       const { portal } = await setup(`worker_threads = ${workers}`)
       const open = (n: number) => {
         const socket = net.connect(portal.port, "127.0.0.1")
+        const openedAt = Date.now()
+        let closedAt: number | undefined
         const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()))
+        socket.once("close", () => (closedAt = Date.now()))
         socket.on("error", () => {})
         // Eight per address, within the per-address bound: only the proxy-wide one is reached.
         socket.write(from(`10.9.${n >> 3}.${(n & 7) + 1}`))
-        return { socket, closed: () => socket.closed, whenClosed: closed }
+        return {
+          socket,
+          closed: () => socket.closed,
+          whenClosed: closed,
+          // Closed sooner than its handshake timeout could have closed it: it gave way to a newcomer. (On a loaded
+          // machine the test may outlast the timeout, which then closes the newest too, as it should.)
+          gaveWay: () => closedAt !== undefined && closedAt - openedAt < HANDSHAKE_TIMEOUT_MS
+        }
       }
       const held = Array.from({ length: MAX_PENDING_HANDSHAKES }, (_, n) => open(n))
       const pending = () => portal.run(Effect.flatMap(RateLimiter, (limiter) => limiter.pendingHandshakes))
@@ -156,8 +167,8 @@ describe("floods and hostile input", () => {
       if (workers === 1) {
         // Those that gave way are the oldest, never the newest. (With workers each thread evicts its own oldest,
         // which are the oldest overall only as far as the kernel spread the connections evenly.)
-        expect(held.slice(MAX_PENDING_HANDSHAKES / 2).filter((connection) => connection.closed())).toEqual([])
-        expect(late.filter((connection) => connection.closed())).toEqual([])
+        expect(held.slice(MAX_PENDING_HANDSHAKES / 2).filter((connection) => connection.gaveWay()).length).toBe(0)
+        expect(late.filter((connection) => connection.gaveWay()).length).toBe(0)
       }
       expect(await pending()).toBeLessThanOrEqual(MAX_PENDING_HANDSHAKES)
       for (const connection of [...held, ...late]) connection.socket.destroy()
