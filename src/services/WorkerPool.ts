@@ -90,6 +90,8 @@ export const replacementPause = (quickExits: number): number =>
   quickExits <= 1 ? 0 : Math.min(MAX_REPLACEMENT_PAUSE_MS, 1000 * 2 ** (quickExits - 2))
 /** How often the byte counts of workers' sessions are refreshed for the registry. */
 const BYTES_REFRESH = Duration.seconds(2)
+/** The longest wait for the server manager to track a new configuration (a panel's first answer) before its states go out. */
+const MANAGER_CATCH_UP = Duration.seconds(30)
 /** How long a worker has to deliver a BungeeCord message to its players (it does so at once when it runs). */
 const CHANNEL_DELIVERY_MS = 5_000
 
@@ -231,12 +233,19 @@ const make = (options: WorkerPoolOptions) =>
 
     // What every worker must know, sent to all as it changes.
     const statesNow = Effect.map(manager.states, (states) => [...states.entries()])
+    const sendStates = Effect.flatMap(statesNow, (states) => Effect.sync(() => send({ _tag: "States", states })))
     yield* store.changes.pipe(
       Stream.runForEach((snapshot) => Effect.sync(() => send({ _tag: "Config", snapshot: encodeSnapshot(snapshot) }))),
       Effect.forkScoped
     )
-    yield* manager.changes.pipe(
-      Stream.runForEach(() => Effect.flatMap(statesNow, (states) => Effect.sync(() => send({ _tag: "States", states })))),
+    yield* manager.changes.pipe(Stream.runForEach(() => sendStates), Effect.forkScoped)
+    // A reload that adds or removes a [server_manager] changes which servers are managed without any transition:
+    // the states go out again once the manager tracks each configuration (else a worker kept showing a server it
+    // no longer manages as sleeping, or one it just began to manage as unreachable, until some server changed state).
+    yield* store.changes.pipe(
+      Stream.runForEach((snapshot) =>
+        manager.caughtUp(snapshot.revision).pipe(Effect.timeoutOption(MANAGER_CATCH_UP), Effect.zipRight(sendStates))
+      ),
       Effect.forkScoped
     )
     // Bans: at once when the store says they changed (added or removed, through Portal or in the file), and a slow

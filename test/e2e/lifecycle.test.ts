@@ -121,6 +121,31 @@ describe("local server manager", () => {
     expect(portal.logs.filter((line) => /local: sleeping -> starting/.test(line))).toHaveLength(1)
   }, 30_000)
 
+  it("a [server_manager] a reload adds or removes shows in every worker's pings within a second", async () => {
+    const port = await freePort()
+    const plain = `domains = ["local.example.com"]\naddresses = ["127.0.0.1:${port}"]\n[motd.sleeping]\ntext = "§7Asleep - join to wake"`
+    const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2\nso_reuseport = true\n[status_cache]\nttl = "1ms"`, { "local.toml": plain })
+    const portal = await startPortal(dir.configFile)
+    // Sixteen addresses: all on one worker has a chance of 1 in 32,768.
+    const pingAll = () =>
+      Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          ping(portal.port, "local.example.com", "1.20.4", undefined, "127.0.0.1", `127.0.0.${40 + i}`).then((answer) => reasonText(answer.description))
+        )
+      )
+    // Managed from now on: asleep, on both workers (a transition-less change: the manager tracks it from its first state).
+    dir.write("servers/local.toml", localServerFile(port, ""))
+    await portal.waitForLog(/managed by the local provider; state sleeping/)
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(new Set(await pingAll())).toEqual(new Set(["§7Asleep - join to wake"]))
+    // Not managed any more, and a backend runs there: its own answer, on both workers.
+    await startBackend("plain", { port })
+    dir.write("servers/local.toml", plain)
+    await portal.waitForLog(/no longer managed: \[server_manager\] was removed/)
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(new Set(await pingAll())).toEqual(new Set(["motd of plain"]))
+  }, 30_000)
+
   it("a start that is not ready within start_timeout ends as crashed, and the player is told", async () => {
     const port = await freePort()
     const dir = makeConfigDir(`bind = "127.0.0.1:0"`, {

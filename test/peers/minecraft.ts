@@ -111,9 +111,19 @@ export interface PingResult {
   readonly [key: string]: unknown
 }
 
-/** A server-list ping through Portal with `host` in the handshake; `address`: Portal's address to connect to. */
-export const ping = (portalPort: number, host: string, version: ClientVersion = "1.20.4", preamble?: Buffer, address = "127.0.0.1"): Promise<PingResult> =>
-  mc.ping({ host, port: 25565, version, connect: connectVia(portalPort, preamble, address), closeTimeout: 8000, noPongTimeout: 2000 })
+/**
+ * A server-list ping through Portal with `host` in the handshake; `address`: Portal's address to connect to,
+ * `localAddress`: the one to connect from.
+ */
+export const ping = (
+  portalPort: number,
+  host: string,
+  version: ClientVersion = "1.20.4",
+  preamble?: Buffer,
+  address = "127.0.0.1",
+  localAddress?: string
+): Promise<PingResult> =>
+  mc.ping({ host, port: 25565, version, connect: connectVia(portalPort, preamble, address, localAddress), closeTimeout: 8000, noPongTimeout: 2000 })
 
 export type JoinResult =
   | { readonly _tag: "Kicked"; readonly reason: string }
