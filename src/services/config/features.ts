@@ -29,7 +29,9 @@ export const inactiveFeatures = (
   }
   if (global.so_reuseport) {
     const noReusePort = reusePortUnsupported()
-    if (workers <= 1) add("so_reuseport", "has no effect with one thread (worker_threads = 1)")
+    // Named as configured: 0 on a one-core machine is one thread too, and "worker_threads = 1" would not be what the file says.
+    const oneThread = global.worker_threads === 0 ? "worker_threads = 0: one per core, and there is one core" : `worker_threads = ${global.worker_threads}`
+    if (workers <= 1) add("so_reuseport", `has no effect with one thread (${oneThread})`)
     else if (noWorkers !== undefined) add("so_reuseport", "has no effect: Portal runs on one thread (see worker_threads)")
     else if (noReusePort !== undefined) add("so_reuseport", `SO_REUSEPORT is unavailable: ${noReusePort}; the workers share one listening socket`)
   }

@@ -9,6 +9,12 @@ vi.mock("../../../src/services/workers/listening.js", () => ({
   workerThreadsUnsupported: () => listening.noWorkers,
   reusePortUnsupported: () => listening.noReusePort
 }))
+/** The cores `availableParallelism` reports (undefined: the machine's). */
+const cores = vi.hoisted(() => ({ count: undefined as number | undefined }))
+vi.mock("node:os", async (importOriginal) => {
+  const os = await importOriginal<typeof import("node:os")>()
+  return { ...os, availableParallelism: () => cores.count ?? os.availableParallelism() }
+})
 const { inactiveFeatures } = await import("../../../src/services/config/features.js")
 
 const global = (input: Record<string, unknown>) => Schema.decodeUnknownSync(GlobalConfig)(input)
@@ -43,5 +49,18 @@ describe("inactiveFeatures: threads and sockets", () => {
     listening.noReusePort = undefined
     expect(said({ worker_threads: 2, so_reuseport: true })).toEqual([])
     expect(said({ worker_threads: 1, so_reuseport: true })).toEqual(["so_reuseport: has no effect with one thread (worker_threads = 1)"])
+  })
+
+  it("on one core, the default (0) is one thread, and the line says so as configured", () => {
+    listening.noWorkers = undefined
+    listening.noReusePort = undefined
+    cores.count = 1
+    try {
+      expect(said({ worker_threads: 0, so_reuseport: true })).toEqual([
+        "so_reuseport: has no effect with one thread (worker_threads = 0: one per core, and there is one core)"
+      ])
+    } finally {
+      cores.count = undefined
+    }
   })
 })
