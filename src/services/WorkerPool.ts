@@ -486,8 +486,10 @@ const make = (options: WorkerPoolOptions) =>
           if (stopping) return
           const replace = Effect.logError(
             `${name} stopped unexpectedly (exit code ${code}); replacing it${pause > 0 ? ` in ${pause / 1000}s (it stopped ${slot.quickExits} times in a row soon after its start)` : ""} ` +
-              `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.handshakes ?? "?"} handshake(s), ` +
-              `${released.online ?? "?"} player(s) online)`
+              // Each count names the limit it was held under: "player(s) online" read as the players it had, which
+              // in the raw modes it always put at 0.
+              `(gave back ${released.connections} connection(s), ${released.players} player place(s), ${released.sessions} backend session count(s), ` +
+              `${released.handshakes ?? "?"} handshake(s), ${released.online ?? "?"} packet-mode player claim(s))`
           ).pipe(
             Effect.zipRight(Effect.sleep(Duration.millis(pause))),
             Effect.zipRight(Effect.suspend(() => (stopping ? Effect.void : Effect.tap(spawn(index, restarts + 1), () => Effect.logInfo(`${name} replaced`))))),

@@ -254,7 +254,13 @@ describe("two worker threads", () => {
     const before = await movedIn()
     await portal.run(Effect.flatMap(WorkerPool, (pool) => pool.crash(1)) as Effect.Effect<void>)
     // Like every other line of a worker, these carry its index.
-    await portal.waitForLog(/worker 1 stopped unexpectedly.* worker=1$/)
+    const stopped = await portal.waitForLog(/worker 1 stopped unexpectedly.* worker=1$/)
+    // What it gave back, by the limit each was held under: in passthrough its players held a connection, a place
+    // and a session count on its backend address each, and no packet-mode claim.
+    const held = portal.logs.filter((line) => /joined main via .*worker=1$/.test(line)).length
+    expect(stopped).toContain(
+      `gave back ${held} connection(s), ${held} player place(s), ${held} backend session count(s), 0 handshake(s), 0 packet-mode player claim(s))`
+    )
     await portal.waitForLog(/worker 1 replaced.* worker=1$/, 3000)
     // The crashed worker's players are gone; the other's are all still there.
     await waitFor(() => backend.players.size === onWorker2, { what: "only worker 2's players to remain" })
