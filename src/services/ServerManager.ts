@@ -230,7 +230,9 @@ const make = (options: ServerManagerOptions) =>
         readonly afterTimeout: Effect.Effect<void>
       }
     ): Effect.Effect<boolean> =>
-      Effect.gen(function* () {
+      // Whole or not at all: a join that is interrupted here (its player left) must not leave the server "starting"
+      // with no command under way and no watchdog.
+      Effect.uninterruptible(Effect.gen(function* () {
         if (!(yield* transition(entry, command.requested))) return false
         entry[command.counter] += 1
         const attempt = entry[command.counter]
@@ -242,10 +244,11 @@ const make = (options: ServerManagerOptions) =>
           Effect.flatMap((changed) => (changed ? command.afterTimeout : Effect.void))
         )
         const run = Effect.catchAll(command.run, (error) => Effect.asVoid(ifCurrent(command.failed(error))))
-        yield* Effect.forkIn(watchdog.pipe(asServer(entry.id)), entry.scope)
-        yield* Effect.forkIn(run.pipe(asServer(entry.id)), entry.scope)
+        // Forked fibers inherit the region's uninterruptibility: theirs is given back, so that closing the scope ends them.
+        yield* Effect.forkIn(Effect.interruptible(watchdog.pipe(asServer(entry.id))), entry.scope)
+        yield* Effect.forkIn(Effect.interruptible(run.pipe(asServer(entry.id))), entry.scope)
         return true
-      })
+      }))
 
     /** Starts a sleeping or crashed server (the caller holds the lock); false when it was not in such a state. */
     const beginStart = (entry: Entry, reason: string): Effect.Effect<boolean> =>

@@ -64,6 +64,16 @@ export interface ReadClient<A, E> {
 
 const onReaderTimeout = (reader: SocketReader, ms: number): void => reader.timedOut(ms)
 
+/**
+ * Bytes a client may send while Portal waits on something else for it (its backend dialled, its server woken): a
+ * Minecraft client waits for the server's answer to its login and sends nothing meanwhile, so this is room to spare.
+ */
+export const WATCH_LIMIT_BYTES = 64 * 1024
+/** The longest a Node timer waits: a watch ends with what it watches over, never by its own timer. */
+const WATCH_MS = 2 ** 31 - 1
+const nothingParsed = (): Parse<never, never> => needMore
+const nothingDone = (): void => {}
+
 export class SocketReader {
   private buffer: Buffer = Buffer.alloc(0)
   private ended = false
@@ -162,6 +172,20 @@ export class SocketReader {
     return () => {
       if (this.pending === client) this.stop()
     }
+  }
+
+  /**
+   * Watches the peer while Portal waits on something else for it: reads on (the bytes are kept for whatever comes
+   * next), so that a peer that closes is noticed at once; `gone` is called with why when it closes or sends more than
+   * `limit` bytes. Returns the canceler. One read at a time.
+   */
+  watch(during: string, limit: number, gone: (why: string) => void): () => void {
+    return this.readThen(during, limit, WATCH_MS, nothingParsed, nothingDone, (error) => gone(error.message))
+  }
+
+  /** `watch` as an Effect that succeeds with why once the peer is gone (interrupting it stops the watch). */
+  gone(during: string, limit: number): Effect.Effect<string> {
+    return Effect.async<string>((resume) => Effect.sync(this.watch(during, limit, (why) => resume(Effect.succeed(why)))))
   }
 
   /**

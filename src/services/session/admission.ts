@@ -14,14 +14,14 @@ import { packetIdsFor, supportedRangeText } from "../../protocol/packetIds.js"
 import { banMessage } from "../bans/message.js"
 import type { BanDataPlane } from "../BanStore.js"
 import { forwardingModeOf } from "../Forwarding.js"
-import { framedPacket, type ReadError } from "../net/SocketReader.js"
+import { framedPacket, type ReadError, WATCH_LIMIT_BYTES } from "../net/SocketReader.js"
 import { nameClaimKey, type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import { isPacketMode } from "../relay/modes.js"
-import type { ServerManager } from "../ServerManager.js"
+import type { EnsureResult, ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
-import { disconnect, loginEnder, tellLoginReadFailure } from "./closing.js"
+import { closeWith, disconnect, loginEnder, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
 import type { Admitted, LoginRoute } from "./phases.js"
@@ -129,7 +129,23 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
     // A `[server_manager]` that a reload has just added is not tracked until its first state is known: the join waits.
     if (!manager.dataPlane.manages(server.id) && server.config.server_manager === undefined) return Effect.succeed(admitted)
     if (trace !== undefined) trace.wakeStart = performance.now()
-    return Effect.flatMap(manager.ensureOnline(server.id), (wake): Effect.Effect<Admitted | undefined> => {
+    // While the server is not up the player is watched: one who gives up (closes) during a wake of up to a minute
+    // gives its place back then, not when the wait ends. An online server's join is not watched, so that a raw
+    // mode's client may still send on and half-close with its login.
+    const waited: Effect.Effect<EnsureResult | { readonly _tag: "Left"; readonly why: string }> =
+      manager.dataPlane.stateOf(server.id) === "online"
+        ? manager.ensureOnline(server.id)
+        : Effect.raceFirst(
+            manager.ensureOnline(server.id),
+            Effect.map(route.opened.reader.gone("the server's start", WATCH_LIMIT_BYTES), (why) => ({ _tag: "Left" as const, why }))
+          )
+    return Effect.flatMap(waited, (wake): Effect.Effect<Admitted | undefined> => {
+      if (wake._tag === "Left") {
+        traceWake(trace, "left")
+        lease.release()
+        const said = Effect.logDebug(`${who} left while ${server.id} was woken (${wake.why})`)
+        return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+      }
       traceWake(trace, wake._tag === "Online" ? "online" : wake._tag === "Starting" ? "starting" : wake.state)
       if (wake._tag === "Online") return Effect.succeed(admitted)
       lease.release()

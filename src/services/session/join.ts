@@ -14,7 +14,7 @@ import type { Socket } from "node:net"
 import type { BackendAddress } from "../../schema/ServerConfig.js"
 import { formatHostPort } from "../../schema/HostPort.js"
 import type { AttemptFailure, Backend, PlayerWatch } from "../Backend.js"
-import { needMore, type SocketReader } from "../net/SocketReader.js"
+import { type SocketReader, WATCH_LIMIT_BYTES } from "../net/SocketReader.js"
 import { type Forwarding, forwardingModeOf, type ForwardingUnavailable } from "../Forwarding.js"
 import { offlineUuid } from "../../protocol/forwarding.js"
 import { splitAddress } from "../../protocol/handshake.js"
@@ -57,20 +57,11 @@ const formatBytes = (bytes: number): string =>
   bytes < 1024 ? `${bytes} B` : bytes < 1048576 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1048576).toFixed(1)} MiB`
 
 /**
- * Bytes a packet-mode player may send while its backend is dialled: a client waits for the server's answer to its
- * login and sends nothing meanwhile, so this is room to spare; what does arrive is kept for the backend. The raw
- * modes are not watched: there a client may send on and half-close (its bytes and its end are the backend's), and
- * the kernel holds what it sends until the relay reads it.
+ * The dial's watch of a packet-mode player (the bytes it sends meanwhile are kept for the backend). The raw modes are
+ * not watched: there a client may send on and half-close (its bytes and its end are the backend's), and the kernel
+ * holds what it sends until the relay reads it.
  */
-const DIAL_WATCH_LIMIT = 64 * 1024
-/** The longest a Node timer waits: the watch ends with the dial, never by its own timer. */
-const DIAL_WATCH_MS = 2 ** 31 - 1
-const nothingParsed = () => needMore
-const ignoreNothing = () => {}
-
-/** The dial's watch of the player: reading on (the bytes kept), so that a player who closes is noticed at once. */
-const watchPlayer = (reader: SocketReader): PlayerWatch => (left) =>
-  reader.readThen("the backend's answer", DIAL_WATCH_LIMIT, DIAL_WATCH_MS, nothingParsed, ignoreNothing, (error) => left(error.message))
+const watchPlayer = (reader: SocketReader): PlayerWatch => (left) => reader.watch("the backend's answer", WATCH_LIMIT_BYTES, left)
 
 /** Whether the player left (or was ended from outside) while the join was under way. */
 const gone = (client: Socket): boolean => client.destroyed || client.writableEnded

@@ -120,7 +120,7 @@ const setupWeb = async (global = "", server = "", backendCount = 1) => {
   return { ...web, port, backends, backend: backends[0]!, json }
 }
 
-describe("probe: bans across workers", () => {
+describe("bans across workers", () => {
   it("a CIDR ban written by hand to the ban file removes matching players on both workers within a second", async () => {
     const web = await setupWeb()
     const joined = (await joinFrom(web.port, 16)).filter(isPlayer)
@@ -168,7 +168,7 @@ describe("probe: bans across workers", () => {
   })
 })
 
-describe("probe: places and counts", () => {
+describe("places and counts", () => {
   it("max_players: a place freed on one worker is taken on the other; counts return to zero", async () => {
     const web = await setupWeb("", "max_players = 4")
     const first = await joinFrom(web.port, 8)
@@ -245,7 +245,7 @@ const pingText = (port: number, host: string, localAddress?: string) =>
     )
   })
 
-describe("probe: a real process", () => {
+describe("a real process", () => {
   it("worker_threads = 0 runs one worker per core and says so", async () => {
     const { workers, port } = await startChild(`worker_threads = 0\nso_reuseport = true`, "")
     expect(workers).toBe(availableParallelism())
@@ -304,7 +304,7 @@ describe("probe: a real process", () => {
   })
 })
 
-describe("probe: crash and accounting", () => {
+describe("crash and accounting", () => {
   it("a worker crash during a login rush leaves the operator's counts right and loses no place", async () => {
     const web = await setupWeb(`max_connections = 40`, "max_players = 30")
     const first = (await joinFrom(web.port, 8)).filter(isPlayer)
@@ -364,7 +364,7 @@ describe("probe: crash and accounting", () => {
 
 const proxyV1 = (ip: string, port = 40000) => Buffer.from(`PROXY TCP4 ${ip} 127.0.0.1 ${port} 25565\r\n`)
 
-describe("probe: more limits", () => {
+describe("more limits", () => {
   it("ban file: a timed ban kicks on both workers and lets everyone back when it expires; a ban deleted by hand lifts on both", async () => {
     const web = await setupWeb()
     const joined = (await joinFrom(web.port, 12)).filter(isPlayer)
@@ -474,7 +474,7 @@ describe("probe: more limits", () => {
   })
 })
 
-describe("probe: changes while a worker starts", () => {
+describe("changes while a worker starts", () => {
   const census = Effect.flatMap(WorkerCensus, Ref.get) as unknown as Effect.Effect<ReadonlyArray<WorkerInfo>>
 
   /** Crashes worker 1 and resolves once its replacement exists (it is starting) but has not said it listens. */
@@ -516,7 +516,7 @@ describe("probe: changes while a worker starts", () => {
   })
 })
 
-describe("probe: log format", () => {
+describe("log format", () => {
   it("json lines of workers have the same shape as the main thread's, with the worker index", async () => {
     const backend = await startBackend("main", { hold: true })
     const outs: Record<string, string> = {}
@@ -537,7 +537,7 @@ describe("probe: log format", () => {
   })
 })
 
-describe("probe: shutdown", () => {
+describe("shutdown", () => {
   it("SIGTERM with a long grace ends as soon as the last player on either worker leaves", async () => {
     const { portal, port } = await startChild(`worker_threads = 2\nso_reuseport = true`, "", { PORTAL_SHUTDOWN_GRACE_MS: "8000" })
     const joined = (await joinFrom(port, 10)).filter(isPlayer)
@@ -554,7 +554,7 @@ describe("probe: shutdown", () => {
 
 })
 
-describe("probe: listening sockets across a crash", () => {
+describe("listening sockets across a crash", () => {
   for (const reuse of [true, false]) {
     it(`so_reuseport = ${reuse}: a crashed worker's listening socket is closed, and every connection is answered after`, async () => {
       const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 2\nso_reuseport = ${reuse}`, {})
@@ -574,7 +574,7 @@ describe("probe: listening sockets across a crash", () => {
   }
 })
 
-describe("probe: packet mode players across workers", () => {
+describe("packet mode players across workers", () => {
   it("offline: one session per name across workers; a crash gives the dead worker's names back", async () => {
     const web = await setupWeb("", `proxy_mode = "offline"`)
     const joined = (await joinFrom(web.port, 12)).filter(isPlayer)
@@ -594,7 +594,7 @@ describe("probe: packet mode players across workers", () => {
   })
 })
 
-describe("probe: what an operator sees", () => {
+describe("what an operator sees", () => {
   it("/stats refusals, /metrics and /servers count both workers' connections", async () => {
     const web = await setupWeb(`[telemetry]\nenabled = true\n[telemetry.traces]\nenabled = false`, "max_players = 6")
     const results = await joinFrom(web.port, 14)
@@ -626,7 +626,7 @@ describe("probe: what an operator sees", () => {
   })
 })
 
-describe("probe: replacement time", () => {
+describe("replacement time", () => {
   it("a crashed worker's replacement listens within a second, also while the other worker is busy", async () => {
     const web = await setupWeb()
     const times: Array<number> = []
@@ -648,7 +648,7 @@ describe("probe: replacement time", () => {
   })
 })
 
-describe("probe: flood bound behind a PROXY-protocol balancer", () => {
+describe("flood bound behind a PROXY-protocol balancer", () => {
   it("handshakes in progress are bounded per real address, not per balancer address", async () => {
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\n${WORKERS}\nreceive_proxy_protocol = true`, {})
     const portal = await startInProcess(dir.configFile)
@@ -703,7 +703,7 @@ describe("probe: flood bound behind a PROXY-protocol balancer", () => {
   })
 })
 
-describe("probe: balancer state shared", () => {
+describe("balancer state shared", () => {
   it("round_robin weights 3:1 give exactly 6 and 2 of 8 logins spread over both workers", async () => {
     const a = await startBackend("a", { hold: true })
     const b = await startBackend("b", { hold: true })
@@ -733,7 +733,7 @@ const managed = (port: number) =>
     `shutdown_timeout = "2s"`
   ].join("\n")
 
-describe("probe: slow start across workers", () => {
+describe("slow start across workers", () => {
   for (const threads of [1, 2]) {
     it(`an address back up after a health check ramps slowly on every worker (worker_threads = ${threads})`, async () => {
       const a = await startBackend("a", { hold: true })
@@ -761,7 +761,7 @@ describe("probe: slow start across workers", () => {
   }
 })
 
-describe("probe: legacy pings on workers", () => {
+describe("legacy pings on workers", () => {
   it("1.6 and pre-1.4 pings are answered alike on one thread and on workers", async () => {
     const backend = await startBackend("main")
     const outputs: Array<Array<string | undefined>> = []
@@ -783,7 +783,7 @@ describe("probe: legacy pings on workers", () => {
   })
 })
 
-describe("probe: admin API during a drain", () => {
+describe("admin API during a drain", () => {
   it("GET /health is 503 while both workers drain, and /players still lists their players", async () => {
     const { portal, port } = await startChild(
       `worker_threads = 2\nso_reuseport = true\n[web]\nbind = "127.0.0.1:0"\napi_key = "test-key-0123456789abcdef"`,
@@ -809,11 +809,11 @@ describe("probe: admin API during a drain", () => {
   })
 })
 
-describe("probe: players who leave while a server wakes", () => {
+describe("players who leave while a server wakes", () => {
   for (const threads of [1, 2]) {
     it(`their max_players places and registry entries are given back (worker_threads = ${threads})`, async () => {
       const port = await freePort()
-      const file = managed(port).replace(`"--ready-after", "300"`, `"--ready-after", "4000"`) + `\nstart_timeout = "20s"`
+      const file = managed(port).replace(`"--ready-after","300"`, `"--ready-after","4000"`) + `\nstart_timeout = "20s"`
       const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = ${threads}\nso_reuseport = true`, {
         "local.toml": file.replace(`[server_manager]`, `max_players = 4\n[server_manager]`)
       })
@@ -835,17 +835,18 @@ describe("probe: players who leave while a server wakes", () => {
       expect(await count()).toBe(4)
       for (const s of sockets) s.destroy()
       await Promise.all(waiting)
-      // As on one thread, they hold their places until the wake wait ends (a join waiting for a wake does not watch
-      // its client), then give them back.
+      // The joins waiting for the wake watch their clients: the places come back at once, long before the server is up.
+      await waitFor(async () => (await count()) === 0 || undefined, { timeoutMs: 2_000, what: "the places given back" })
+      expect(portal.logs.filter((line) => /starting -> online/.test(line))).toEqual([])
+      // The wake goes on for whoever comes next.
       await portal.waitForLog(/starting -> online/, 15_000)
-      await waitFor(async () => (await count()) === 0 || undefined, { what: "the places given back" })
       const late = await Promise.all(Array.from({ length: 4 }, (_, k) => joinKeep(portal.port, "local.example.com", `l${k}`, `127.0.19.${k + 20}`)))
       expect(late.map((r) => (isPlayer(r) ? "in" : r))).toEqual(Array(4).fill("in"))
     }, 40_000)
   }
 })
 
-describe("probe: bans of real addresses behind PROXY headers", () => {
+describe("bans of real addresses behind PROXY headers", () => {
   it("an IP ban of a PROXY-header address removes those players from both workers", async () => {
     const backend = await startBackend("main", { hold: true })
     const web = await startWebPortal({
@@ -877,7 +878,7 @@ describe("probe: bans of real addresses behind PROXY headers", () => {
   })
 })
 
-describe("probe: SIGHUP of startup-bound options", () => {
+describe("SIGHUP of startup-bound options", () => {
   it("worker_threads and so_reuseport changed by a SIGHUP are reported as needing a restart, and nothing changes", async () => {
     const { portal, dir, port } = await startChild(`worker_threads = 2\nso_reuseport = true`, "")
     dir.write("proxy.toml", `bind = "127.0.0.1:0"\nworker_threads = 3\nso_reuseport = false\n`)
@@ -908,7 +909,7 @@ const loginBytes = (name: string) =>
     frame(Buffer.concat([varint(0), mcString(name), Buffer.alloc(16, 1)]))
   ])
 
-describe("probe: abrupt endings leak nothing on either worker", () => {
+describe("abrupt endings leak nothing on either worker", () => {
   it("garbage, half handshakes, RSTs during a backend connect: every count returns to zero", async () => {
     // A backend that accepts and never answers: logins wait in their backend login.
     const silent = net.createServer((s) => s.on("error", () => {}))
@@ -950,7 +951,7 @@ describe("probe: abrupt endings leak nothing on either worker", () => {
   })
 })
 
-describe("probe: four workers on two cores", () => {
+describe("four workers on two cores", () => {
   it("max_players and the per-address bound hold exactly with 4 workers; ids stay unique", async () => {
     const backend = await startBackend("main", { hold: true })
     const dir = makeConfigDir(`bind = "127.0.0.1:0"\nworker_threads = 4\nso_reuseport = true`, {
@@ -978,7 +979,7 @@ describe("probe: four workers on two cores", () => {
   })
 })
 
-describe("probe: player events and durations from workers", () => {
+describe("player events and durations from workers", () => {
   it("since, player.join and player.leave (with the final bytes) for sessions on both workers", async () => {
     const web = await setupWeb()
     const events = await readEvents(web.base)
