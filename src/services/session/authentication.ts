@@ -43,7 +43,7 @@ import type { BanDataPlane } from "../BanStore.js"
 import { nameClaimKey, type PlayerRegistryDataPlane, releasingAlso } from "../PlayerRegistry.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
-import { done, failWith, needMore, type ReadError } from "../net/SocketReader.js"
+import { done, failWith, needMore, type ReadError, WATCH_LIMIT_BYTES } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { closeWith, disconnect, endLogin, loginEnder, tellLoginReadFailure } from "./closing.js"
@@ -191,15 +191,6 @@ const traceVerdict = (
   if (verdict !== "authenticated") traceRefusal(trace, verdict)
 }
 
-/** Resolves when the player's connection closes (a player that gives up while the session service is asked). */
-const playerGone = (client: Socket): Effect.Effect<{ readonly _tag: "Gone" }> =>
-  Effect.async((resume) => {
-    const gone = () => resume(Effect.succeed({ _tag: "Gone" }))
-    if (client.destroyed) return gone()
-    client.once("close", gone)
-    return Effect.sync(() => void client.off("close", gone))
-  })
-
 /** An encrypted login Disconnect, then the close. */
 const encryptedDisconnect = (socket: Socket, encrypt: StreamCipher, message: string): Effect.Effect<void> =>
   Effect.suspend(() => closeWith(socket, encrypt.update(encodeFrame(0x00, encodeLoginDisconnectBody(message), -1))))
@@ -235,14 +226,19 @@ export const makeAuthentication = ({
     const name = admitted.start.value.name
     const hash = serverHash("", secret, keyPair.publicKeyDer)
     const asked = Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), endedFromOutside)
-    return Effect.raceFirst(asked, playerGone(client)).pipe(
+    // The player is read on meanwhile (its bytes kept, still encrypted), so that one who closes is noticed at once.
+    const playerGone = Effect.map(opened.reader.gone("the session service's answer", WATCH_LIMIT_BYTES), (why) => ({ _tag: "Gone" as const, why }))
+    return Effect.raceFirst(asked, playerGone).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
         if (answer._tag === "Ended") {
           const said = Effect.logDebug(`${admitted.who} was ended while the session service was asked: ${answer.reason}`)
           return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
         }
         // The question is dropped, so the login's place under max_players is given back now, not once it is answered.
-        if (answer._tag === "Gone") return Effect.as(Effect.logDebug(`${admitted.who} left while the session service was asked`), undefined)
+        if (answer._tag === "Gone") {
+          const said = Effect.logDebug(`${admitted.who} left while the session service was asked (${answer.why})`)
+          return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+        }
         if (answer._tag === "Left") {
           traceVerdict(trace, "unavailable")
           return refuse(Effect.logWarning(`could not authenticate ${admitted.who}: ${answer.left.reason}`), MESSAGES.sessionServiceDown)
