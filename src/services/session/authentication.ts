@@ -213,22 +213,32 @@ export const makeAuthentication = ({
     // The secret is 16 bytes here (decryptSharedSecret checked it), so both ciphers exist.
     if (encrypt._tag === "Invalid" || decrypt._tag === "Invalid") return Effect.as(disconnect(client, MESSAGES.badEncryption), undefined)
     const refuse = (log: Effect.Effect<void>, message: string) => Effect.as(Effect.zipRight(log, encryptedDisconnect(client, encrypt, message)), undefined)
-    // Ended from outside (a kick, a ban) while the session service is asked: the Disconnect must be encrypted now,
-    // and the question is dropped, so the login does not hold its place until the service answers or times out.
-    const endedFromOutside = Effect.async<{ readonly _tag: "Ended"; readonly reason: string }>((resume) =>
+    // While the session service is asked, the login may be ended from outside (a kick, a ban: the Disconnect must be
+    // encrypted now) or the player may leave (it is read on meanwhile, its bytes kept, still encrypted, so that a
+    // close is noticed at once). Either drops the question, so the login does not hold its place until the service
+    // answers or times out. One callback-driven wait for both: one race per login rather than two.
+    const stopped = Effect.async<{ readonly _tag: "Ended"; readonly reason: string } | { readonly _tag: "Gone"; readonly why: string }>((resume) => {
+      let over = false
+      const cancelWatch = opened.reader.watch("the session service's answer", WATCH_LIMIT_BYTES, (why) => {
+        if (over) return
+        over = true
+        resume(Effect.succeed({ _tag: "Gone", why }))
+      })
       admitted.lease.attachEnder({
         end: (reason) => {
-          resume(Effect.succeed({ _tag: "Ended", reason }))
+          if (!over) {
+            over = true
+            cancelWatch()
+            resume(Effect.succeed({ _tag: "Ended", reason }))
+          }
           endLogin(client, reason, encrypt)
         }
       })
-    )
+      return Effect.sync(cancelWatch)
+    })
     const name = admitted.start.value.name
     const hash = serverHash("", secret, keyPair.publicKeyDer)
-    const asked = Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), endedFromOutside)
-    // The player is read on meanwhile (its bytes kept, still encrypted), so that one who closes is noticed at once.
-    const playerGone = Effect.map(opened.reader.gone("the session service's answer", WATCH_LIMIT_BYTES), (why) => ({ _tag: "Gone" as const, why }))
-    return Effect.raceFirst(asked, playerGone).pipe(
+    return Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), stopped).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
         if (answer._tag === "Ended") {
           const said = Effect.logDebug(`${admitted.who} was ended while the session service was asked: ${answer.reason}`)
