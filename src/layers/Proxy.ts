@@ -49,9 +49,9 @@ const controlServices = (options: ProxyOptions) =>
     HealthMonitor.Default.pipe(Layer.provideMerge(ServerManager.Default(options.serverManager)))
   )
 
-/** The status cache and the ban enforcement on top of the rest. */
-const withAnswers = <A, E, R>(edges: Layer.Layer<A, E, R>) =>
-  Layer.merge(StatusService.Default, BanEnforcer.Default).pipe(Layer.provideMerge(edges))
+/** The status cache and the ban enforcement on top of the rest (with workers, each worker enforces on its players). */
+const withAnswers = <A, E, R>(edges: Layer.Layer<A, E, R>, enforcer: typeof BanEnforcer.Default = BanEnforcer.Default) =>
+  Layer.merge(StatusService.Default, enforcer).pipe(Layer.provideMerge(edges))
 
 /**
  * Every service of the connection path, up to Session; nothing listens yet. Telemetry reads the services' counters and
@@ -91,7 +91,7 @@ export const makeControlLayer = (options: ProxyOptions & { readonly workers: Wor
     Layer.provideMerge(WorkerPool.layer(options.workers)),
     Layer.provideMerge(WebLayer),
     Layer.provideMerge(TelemetryLayer),
-    Layer.provideMerge(withAnswers(controlServices(options).pipe(Layer.provideMerge(MainState)))),
+    Layer.provideMerge(withAnswers(controlServices(options).pipe(Layer.provideMerge(MainState)), BanEnforcer.layerWithWorkers)),
     Layer.provideMerge(Layer.merge(Lifecycle.Default, WorkerCensus.layer))
   )
   return Layer.effect(ListeningAddress, Effect.map(WorkerPool, (workers) => workers.address)).pipe(Layer.provideMerge(pool))

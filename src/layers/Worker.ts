@@ -23,6 +23,7 @@ import type { MessagePort } from "node:worker_threads"
 import type { ServerState } from "../schema/common.js"
 import { Backend } from "../services/Backend.js"
 import { Balancer } from "../services/Balancer.js"
+import { endBannedSessions } from "../services/bans/endBanned.js"
 import type { BanDataPlane } from "../services/BanStore.js"
 import { buildIndex, findIpBan, findPlayerBan } from "../services/bans/lookup.js"
 import { targetKey } from "../services/bans/target.js"
@@ -138,6 +139,8 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
       playerBan: (player, nowMs) => findPlayerBan(banIndex, player, nowMs)
     }
     const states = new Map<string, ServerState>(data.states)
+    /** Sessions ended for a ban whose connections are still closing: not ended, nor logged, twice. */
+    const bannedEnded = new Set<number>()
     const shared = yield* SharedMemory
     const stats = statsDataPlane(data.stats, data.index)
     const registry = yield* PlayerRegistry
@@ -281,6 +284,9 @@ export const runWorker = (data: WorkerData, port: MessagePort): void => {
             all.set(key, ban)
           }
           banIndex = buildIndex(all.values())
+          // This worker's players a new ban matches go now: each was either admitted before these bans arrived (and
+          // is listed here) or is checked against them at admission.
+          if (message.set.length > 0) Runtime.runFork(runtime)(Effect.asVoid(endBannedSessions(registry, bans, bannedEnded)))
           return
         }
         case "States":
