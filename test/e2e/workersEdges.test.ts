@@ -136,7 +136,7 @@ describe("bans across workers", () => {
     const banned = joined.filter((_, i) => i >= 6 && i <= 13)
     await waitFor(() => banned.every((p) => p.closed) || undefined, { what: "banned players gone", timeoutMs: 4000 })
     const took = Date.now() - started
-    expect(new Set(banned.map((p) => workerOfJoin(web.portal.logs, p.name)))).toEqual(new Set(["1", "2"]))
+    // (The eight banned are spread over both workers but for a chance of 1 in 128: not asserted, the sixteen are.)
     expect(joined.filter((_, i) => i < 6 || i > 13).every((p) => !p.closed)).toBe(true)
     // Within a second on an idle machine; the bound leaves room for a loaded one (the kicks arrive through the test's own event loop).
     expect(took).toBeLessThan(3000)
@@ -147,13 +147,14 @@ describe("bans across workers", () => {
 
   it("a UUID and a name ban through the admin API remove those players whichever worker holds them", async () => {
     const web = await setupWeb()
-    const joined = (await joinFrom(web.port, 12)).filter(isPlayer)
-    expect(joined).toHaveLength(12)
-    await waitFor(async () => ((await web.json("/players")).body as Array<unknown>).length === 12 || undefined, { what: "12 listed" })
+    const joined = (await joinFrom(web.port, 16)).filter(isPlayer)
+    expect(joined).toHaveLength(16)
+    await waitFor(async () => ((await web.json("/players")).body as Array<unknown>).length === 16 || undefined, { what: "16 listed" })
     const list = (await web.json("/players")).body as Array<{ name: string; uuid: string | null; id: number }>
     const byName = new Map(list.map((s) => [s.name, s]))
     const w1 = joined.find((p) => workerOfJoin(web.portal.logs, p.name) === "1")!
     const w2 = joined.find((p) => workerOfJoin(web.portal.logs, p.name) === "2")!
+    // Sixteen addresses: all on one worker has a chance of 1 in 32,768.
     expect(w1 && w2).toBeTruthy()
     const uuidOf = byName.get(w1.name)!.uuid
     expect(uuidOf).toBeTruthy()
@@ -161,9 +162,9 @@ describe("bans across workers", () => {
     expect(a.status).toBe(201)
     const b = await web.json("/bans", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ target: { type: "username", value: w2.name.toUpperCase() }, reason: "by name" }) })
     expect(b.status).toBe(201)
-    await waitFor(() => (w1.closed && w2.closed) || undefined, { what: "both banned players gone", timeoutMs: 1500 })
+    await waitFor(() => (w1.closed && w2.closed) || undefined, { what: "both banned players gone", timeoutMs: 3000 })
     expect(joined.filter((p) => p !== w1 && p !== w2).every((p) => !p.closed)).toBe(true)
-    await waitFor(async () => ((await web.json("/players")).body as Array<unknown>).length === 10 || undefined, { what: "10 listed" })
+    await waitFor(async () => ((await web.json("/players")).body as Array<unknown>).length === 14 || undefined, { what: "14 listed" })
     await web.portal.waitForLog(new RegExp(`removed ${w1.name} from main: banned \\(by uuid\\)`))
     await web.portal.waitForLog(new RegExp(`removed ${w2.name} from main: banned \\(by name\\)`))
   })
@@ -479,7 +480,7 @@ describe("more limits", () => {
     const tries = portal.logs.filter((l) => new RegExp(`backend 127\\.0\\.0\\.1:${dead} of main failed`).test(l)).length
     expect(tries).toBeGreaterThanOrEqual(1)
     expect(tries).toBeLessThanOrEqual(allowed)
-    expect(new Set(rest.map((p) => workerOfJoin(portal.logs, (p as Player).name)))).toEqual(new Set(["1", "2"]))
+    // (The ten spread over both workers but for a chance of 1 in 512: not asserted, lest the test fail by chance.)
   })
 })
 
@@ -881,10 +882,10 @@ describe("bans of real addresses behind PROXY headers", () => {
       joined.push(r as Player)
     }
     players.push(...joined)
-    expect(new Set(joined.slice(0, 6).map((p) => workerOfJoin(web.portal.logs, p.name)))).toEqual(new Set(["1", "2"]))
+    // (The six banned are on both workers but for a chance of 1 in 32: not asserted, lest the test fail by chance.)
     const res = await web.request("/api/v1/bans", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ target: { type: "ip", value: "198.51.100.0/24" }, reason: "proxy" }) })
     expect(res.status).toBe(201)
-    await waitFor(() => joined.slice(0, 6).every((p) => p.closed) || undefined, { what: "banned gone", timeoutMs: 1500 })
+    await waitFor(() => joined.slice(0, 6).every((p) => p.closed) || undefined, { what: "banned gone", timeoutMs: 3000 })
     expect(joined.slice(6).every((p) => !p.closed)).toBe(true)
   })
 })
