@@ -15,16 +15,17 @@ import { BanStore } from "./BanStore.js"
 import { endBannedSessions } from "./bans/endBanned.js"
 import { PlayerRegistry } from "./PlayerRegistry.js"
 
+/** `enforce`: ends every live session of `registry` a ban in force now matches; how many. */
+const enforceNow = (registry: PlayerRegistry, bans: BanStore): Effect.Effect<number> =>
+  Effect.map(
+    Effect.suspend(() => endBannedSessions(registry, bans.dataPlane, new Set())),
+    (ended) => ended.size
+  )
+
 export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforcer", {
   scoped: Effect.gen(function* () {
     const bans = yield* BanStore
     const registry = yield* PlayerRegistry
-
-    /** Ends every live session a ban in force now matches; how many. */
-    const enforce = Effect.map(
-      Effect.suspend(() => endBannedSessions(registry, bans.dataPlane, new Set())),
-      (ended) => ended.size
-    )
 
     // The sessions the enforcer ended that are still listed (their connections closing): not ended, nor logged, twice.
     const ended = new Set<number>()
@@ -34,7 +35,7 @@ export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforc
       Stream.runForEach(() => endBannedSessions(registry, bans.dataPlane, ended)),
       Effect.forkScoped
     )
-    return { enforce }
+    return { enforce: enforceNow(registry, bans) }
   })
 }) {
   /**
@@ -46,7 +47,7 @@ export class BanEnforcer extends Effect.Service<BanEnforcer>()("portal/BanEnforc
     Effect.gen(function* () {
       const bans = yield* BanStore
       const registry = yield* PlayerRegistry
-      return BanEnforcer.make({ enforce: Effect.map(Effect.suspend(() => endBannedSessions(registry, bans.dataPlane, new Set())), (ended) => ended.size) })
+      return BanEnforcer.make({ enforce: enforceNow(registry, bans) })
     })
   )
 }

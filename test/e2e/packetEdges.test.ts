@@ -11,7 +11,7 @@ import { packetIdsFor } from "../../src/protocol/packetIds.js"
 import { encodeLoginSuccessBody, encodeLoginPluginRequestBody, decodeLoginPluginResponseBody, encodeSetCompressionBody } from "../../src/protocol/loginPackets.js"
 import { encodeDisconnectBody } from "../../src/protocol/gamePackets.js"
 import { offlineUuid } from "../../src/protocol/forwarding.js"
-import { startScriptedBackend } from "../peers/scriptedBackend.js"
+import { type ScriptedConnection, startScriptedBackend } from "../peers/scriptedBackend.js"
 import { Effect } from "effect"
 import { PlayerRegistry } from "../../src/services/PlayerRegistry.js"
 import { waitFor } from "../helpers/wait.js"
@@ -22,6 +22,18 @@ const servers = (port: number, extra = "") => ({
   "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${port}"]\nproxy_mode = "offline"\n${extra}`,
   "on.toml": `domains = ["on.example"]\naddresses = ["127.0.0.1:${port}"]\nproxy_mode = "client_only"\n${extra}`
 })
+
+/** Portal with one offline server, off.example, in front of the backend on `port`. */
+const startOfflinePortal = (port: number) => startPortal(makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": servers(port)["off.toml"] }).configFile)
+
+/** Records the body length of each packet the player sends the scripted backend, until none comes for `idleMs`. */
+const recordPackets = async (connection: ScriptedConnection, lengths: Array<number>, idleMs: number): Promise<void> => {
+  for (;;) {
+    const packet = await connection.read(idleMs).catch(() => undefined)
+    if (packet === undefined) return
+    lengths.push(packet.body.length)
+  }
+}
 
 describe("versions", () => {
   const VERSIONS = ["1.7", "1.9.4", "1.10.2", "1.11.2", "1.13.2", "1.14.4", "1.15.2", "1.17.1", "1.18.2", "1.19", "1.19.2", "1.19.3", "1.20", "1.20.2", "1.20.6", "1.21.1", "1.21.5", "1.21.9"]
@@ -87,8 +99,7 @@ describe("a backend's login: plugin questions and compression changes", () => {
           c.send(ids.play.clientbound.disconnect, encodeDisconnectBody("bye from play", pv))
         }
       })
-      const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n` })
-      const portal = await startPortal(dir.configFile)
+      const portal = await startOfflinePortal(backend.port)
       const client = connectClient(portal.port, { version, username: "Plug", host: "off.example" })
       const outcome = await client.joined
       expect(outcome).toEqual({ _tag: "Kicked", reason: ids.configuration !== undefined ? "bye from configuration" : "bye from play" })
@@ -151,8 +162,7 @@ describe("the state the player is told in", () => {
         await sleep(200)
         c.socket.destroy()
       })
-      const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n` })
-      const portal = await startPortal(dir.configFile)
+      const portal = await startOfflinePortal(backend.port)
       const client = connectClient(portal.port, { version, username: "Conf", host: "off.example" })
       expect(await client.joined).toEqual({ _tag: "Kicked", reason: "§cThe server closed the connection." })
       expect(backend.errors).toEqual([])
@@ -287,14 +297,9 @@ describe("packets near the limits", () => {
       c.send(ids.login.clientbound.loginSuccess, encodeLoginSuccessBody({ uuid: offlineUuid("Big"), name: "Big", properties: [], strictErrorHandling: false }, pv))
       c.send(0x22, big) // some play packet id; Portal does not read it
       c.socket.on("close", () => (backendClosed = true))
-      for (;;) {
-        const packet = await c.read(20_000).catch(() => undefined)
-        if (packet === undefined) return
-        received.push(packet.body.length)
-      }
+      await recordPackets(c, received, 20_000)
     })
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n` })
-    const portal = await startPortal(dir.configFile)
+    const portal = await startOfflinePortal(backend.port)
     const player = rawPlayer(portal.port, pv, "Big")
     await waitFor(() => player.packets.find((p) => p.id === 0x22), { what: "the big packet", timeoutMs: 10_000 })
     expect(player.packets.find((p) => p.id === 0x22)!.body.equals(big)).toBe(true)
@@ -434,14 +439,9 @@ describe("a backend that turns compression off again", () => {
       c.threshold = -1
       c.send(ids.login.clientbound.loginSuccess, encodeLoginSuccessBody({ uuid: offlineUuid("Plain"), name: "Plain", properties: [], strictErrorHandling: false }, pv))
       c.send(0x22, Buffer.alloc(300, 5))
-      for (;;) {
-        const packet = await c.read(10_000).catch(() => undefined)
-        if (packet === undefined) return
-        received.push(packet.body.length)
-      }
+      await recordPackets(c, received, 10_000)
     })
-    const dir = makeConfigDir(`bind = "127.0.0.1:0"\n`, { "off.toml": `domains = ["off.example"]\naddresses = ["127.0.0.1:${backend.port}"]\nproxy_mode = "offline"\n` })
-    const portal = await startPortal(dir.configFile)
+    const portal = await startOfflinePortal(backend.port)
     const player = rawPlayer(portal.port, pv, "Plain")
     const big = await waitFor(() => player.packets.find((p) => p.id === 0x22), { what: "the play packet" })
     expect(big.body.equals(Buffer.alloc(300, 5))).toBe(true)

@@ -21,7 +21,7 @@ import type { EnsureResult, ServerManager } from "../ServerManager.js"
 import type { RejectReason, StatsDataPlane } from "../Stats.js"
 import type { RefusalLines } from "../log/refusalLines.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
-import { closeWith, disconnect, loginEnder, tellLoginReadFailure } from "./closing.js"
+import { disconnect, letGo, loginEnder, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import { HANDSHAKE_TIMEOUT_MS } from "./opening.js"
 import type { Admitted, LoginRoute } from "./phases.js"
@@ -143,8 +143,7 @@ export const makeAdmission = ({ bans, registry, manager, clock, stats, refusals 
       if (wake._tag === "Left") {
         traceWake(trace, "left")
         lease.release()
-        const said = Effect.logDebug(`${who} left while ${server.id} was woken (${wake.why})`)
-        return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+        return Effect.as(letGo(client, `${who} left while ${server.id} was woken (${wake.why})`), undefined)
       }
       traceWake(trace, wake._tag === "Online" ? "online" : wake._tag === "Starting" ? "starting" : wake.state)
       if (wake._tag === "Online") return Effect.succeed(admitted)

@@ -46,7 +46,7 @@ import { createDecryptor, createEncryptor } from "../native/streamCipher.js"
 import { done, failWith, needMore, type ReadError, WATCH_LIMIT_BYTES } from "../net/SocketReader.js"
 import { type ConnectionTrace, traceRefusal } from "../telemetry/connectionTrace.js"
 import type { RefusalLines } from "../log/refusalLines.js"
-import { closeWith, disconnect, endLogin, loginEnder, tellLoginReadFailure } from "./closing.js"
+import { closeWith, disconnect, endLogin, letGo, loginEnder, tellLoginReadFailure } from "./closing.js"
 import { MESSAGES } from "./messages.js"
 import type { Admitted, Authentication } from "./phases.js"
 import { type Answer, getText } from "./sessionHttp.js"
@@ -241,13 +241,11 @@ export const makeAuthentication = ({
     return Effect.raceFirst(Effect.either(askHasJoined(sessionServer, name, hash, timeoutMs)), stopped).pipe(
       Effect.flatMap((answer): Effect.Effect<Admitted | undefined> => {
         if (answer._tag === "Ended") {
-          const said = Effect.logDebug(`${admitted.who} was ended while the session service was asked: ${answer.reason}`)
-          return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+          return Effect.as(letGo(client, `${admitted.who} was ended while the session service was asked: ${answer.reason}`), undefined)
         }
         // The question is dropped, so the login's place under max_players is given back now, not once it is answered.
         if (answer._tag === "Gone") {
-          const said = Effect.logDebug(`${admitted.who} left while the session service was asked (${answer.why})`)
-          return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), undefined)
+          return Effect.as(letGo(client, `${admitted.who} left while the session service was asked (${answer.why})`), undefined)
         }
         if (answer._tag === "Left") {
           traceVerdict(trace, "unavailable")

@@ -64,6 +64,9 @@ export const loginEnder = (socket: Socket, encrypt?: StreamCipher): SessionEnder
 export const closeWith = (socket: Socket, data: Buffer | undefined): Effect.Effect<void> =>
   Effect.async<void>((resume) => Effect.sync(closeThen(socket, data, () => resume(Effect.void))))
 
+/** A login let go without a word to the player (it left, or was told already): a debug line, then the close. */
+export const letGo = (socket: Socket, line: string): Effect.Effect<void> => Effect.zipRight(Effect.logDebug(line), closeWith(socket, undefined))
+
 /** A login-state Disconnect with `message`, then the close. */
 export const disconnect = (socket: Socket, message: string): Effect.Effect<void> => closeWith(socket, encodeLoginDisconnect(message))
 

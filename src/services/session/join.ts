@@ -28,7 +28,7 @@ import type { ByteMeter, RelayMode, RelayOutcome } from "../relay/RelayMode.js"
 import type { StatsDataPlane } from "../Stats.js"
 import { type ConnectionTrace, traceRefusal, type TracingDataPlane } from "../telemetry/connectionTrace.js"
 import { relayTimeouts } from "../relay/watchdog.js"
-import { closeWith, disconnect } from "./closing.js"
+import { closeWith, disconnect, letGo } from "./closing.js"
 import { backendPreamble } from "./connection.js"
 import { type ConnectionLogFields, currentConnectionLog } from "../log/connectionFields.js"
 import { MESSAGES } from "./messages.js"
@@ -254,8 +254,7 @@ export const makeJoin = ({ stats, backend, forwarding, relay, registry, channel:
       if (dialed._tag === "Left" && dialed.left._tag === "DialAbandoned") {
         // Its place and least_conn count are given back now, not after the connect timeouts.
         noteFailures(stats, trace, dialed.left.attempts)
-        const said = Effect.logDebug(`${admitted.who} left while ${server.id} was dialled (${dialed.left.why})`)
-        return Effect.as(Effect.zipRight(said, closeWith(client, undefined)), "closed")
+        return Effect.as(letGo(client, `${admitted.who} left while ${server.id} was dialled (${dialed.left.why})`), "closed")
       }
       if (dialed._tag === "Left") {
         noteFailures(stats, trace, dialed.left.attempts)

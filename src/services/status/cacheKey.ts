@@ -11,7 +11,7 @@ import { splitAddress } from "../../protocol/handshake.js"
 const WILDCARD = " wildcard"
 
 /** The configured domain of `server` a handshake address asked for, or one shared name for a wildcard match. */
-export const cachedDomainOf = (server: ServerDefinition, address: string): string => {
+const cachedDomainOf = (server: ServerDefinition, address: string): string => {
   const host = splitAddress(address).host
   return server.config.domains.includes(host) ? host : WILDCARD
 }
